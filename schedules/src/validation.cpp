@@ -1,0 +1,260 @@
+#include "ppsim/schedules/validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ppsim::schedules {
+
+bool has_fatal(const std::vector<Diagnostic>& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) { return d.fatal; });
+}
+
+namespace {
+
+constexpr std::size_t kMaxDiagnostics = 1000;
+constexpr std::int32_t kNone = -2;     // no such op seen yet
+constexpr std::int32_t kSettled = -1;  // blocking op, or async op already waited
+
+class Validator {
+ public:
+  explicit Validator(const Program& p)
+      : p_(p),
+        S_(p.stages()),
+        M_(p.microbatches()),
+        counts_(static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_)),
+        send_state_(2 * counts_.size(), kNone),
+        recv_state_(2 * counts_.size(), kNone) {}
+
+  std::vector<Diagnostic> run() {
+    for (int r = 0; r < p_.ranks(); ++r) check_rank(r);
+    check_totals();
+    if (truncated_ > 0)
+      out_.push_back({"too_many_diagnostics", -1, -1, "",
+                      fmt::format("{} more diagnostics were not listed", truncated_), false});
+    return std::move(out_);
+  }
+
+ private:
+  struct Counts {
+    std::uint8_t f = 0, b = 0, i = 0, w = 0;
+  };
+  struct Request {
+    std::size_t tensor;
+    bool send;
+  };
+
+  std::size_t cell(int stage, int mb) const {
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) + static_cast<std::size_t>(mb);
+  }
+  std::size_t tensor_index(const Op& op) const {
+    const TensorId t = tensor_of(op);
+    return (t.backward ? counts_.size() : 0) + cell(t.boundary, t.microbatch);
+  }
+
+  void report(std::string kind, int rank, int pos, const std::string& message, bool fatal) {
+    if (out_.size() >= kMaxDiagnostics) {
+      ++truncated_;
+      return;
+    }
+    std::string text = pos >= 0 ? p_.op_text(rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
+    std::string where = pos >= 0 ? fmt::format("rank {} op {} ({}): ", rank, pos, text)
+                                 : (rank >= 0 ? fmt::format("rank {}: ", rank) : "");
+    out_.push_back({std::move(kind), rank, pos, std::move(text), where + message, fatal});
+  }
+
+  // Range and placement of a non-WAIT op; false when the op cannot be checked further.
+  bool check_place(int r, int pos, const Op& op) {
+    if (op.stage < 0 || op.stage >= S_ || op.microbatch < 0 || op.microbatch >= M_) {
+      report("out_of_range", r, pos,
+             fmt::format("stage must be in [0, {}) and microbatch in [0, {})", S_, M_), true);
+      return false;
+    }
+    if (p_.rank_of(op.stage) != r) {
+      report("wrong_rank", r, pos, fmt::format("stage {} lives on rank {}", op.stage, p_.rank_of(op.stage)), true);
+      return false;
+    }
+    if (is_comm(op.kind)) {
+      const int peer = p_.peer_of(op);
+      if (peer < 0) {
+        report("bad_comm", r, pos,
+               fmt::format("stage {} has no {} neighbour", op.stage,
+                           op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B ? "next" : "previous"),
+               true);
+        return false;
+      }
+      if (peer == r) {
+        report("bad_comm", r, pos,
+               fmt::format("the neighbouring stage is on the same rank {}: no communication is needed", r), true);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A compute op reads a tensor received from another rank: the receive must come first and, if
+  // asynchronous, be waited.
+  void check_input(int r, int pos, std::size_t tensor, std::string_view what) {
+    const std::int32_t s = recv_state_[tensor];
+    if (s == kNone)
+      report("missing_receive", r, pos, fmt::format("needs {} from another rank but no receive precedes it", what), false);
+    else if (s >= 0)
+      report("read_before_wait", r, pos,
+             fmt::format("reads {} while its receive (request #{}) has not been waited", what, s), false);
+  }
+
+  void check_rank(int r) {
+    const auto& ops = p_.ops(r);
+    std::unordered_map<std::int32_t, Request> outstanding;
+    std::unordered_set<std::int32_t> finished;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      const int pos = static_cast<int>(i);
+      if (op.kind == OpKind::WAIT) {
+        for (std::int32_t id : p_.wait_ids(r, op)) {
+          auto it = outstanding.find(id);
+          if (it == outstanding.end()) {
+            report(finished.count(id) ? "double_wait" : "unknown_request", r, pos,
+                   finished.count(id) ? fmt::format("request #{} was already waited", id)
+                                      : fmt::format("request #{} was never posted before this WAIT", id),
+                   true);
+            continue;
+          }
+          (it->second.send ? send_state_ : recv_state_)[it->second.tensor] = kSettled;
+          outstanding.erase(it);
+          finished.insert(id);
+        }
+        continue;
+      }
+      if (!check_place(r, pos, op)) continue;
+      const int s = op.stage, m = op.microbatch;
+      Counts& c = counts_[cell(s, m)];
+      const bool local_prev = s > 0 && p_.rank_of(s - 1) == r;
+      const bool local_next = s + 1 < S_ && p_.rank_of(s + 1) == r;
+      switch (op.kind) {
+        case OpKind::F:
+          if (local_prev && counts_[cell(s - 1, m)].f == 0)
+            report("order", r, pos, fmt::format("runs before {}F{} on the same rank", s - 1, m), true);
+          if (s > 0 && !local_prev) check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_F, s, m)), "its activation");
+          ++c.f;
+          break;
+        case OpKind::B:
+        case OpKind::I: {
+          if (c.f == 0) report("order", r, pos, fmt::format("runs before {}F{}", s, m), true);
+          if (local_next && counts_[cell(s + 1, m)].b + counts_[cell(s + 1, m)].i == 0)
+            report("order", r, pos, fmt::format("runs before the backward of stage {} on the same rank", s + 1), true);
+          if (s + 1 < S_ && !local_next)
+            check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_B, s, m)), "its output gradient");
+          // The backward frees the forward's output buffer: its send must be complete.
+          if (s + 1 < S_ && !local_next) {
+            const std::int32_t st = send_state_[tensor_index(Op::comm(OpKind::SEND_F, s, m))];
+            if (st >= 0)
+              report("buffer_released_before_wait", r, pos,
+                     fmt::format("frees the output of {}F{} while its send (request #{}) is not waited: "
+                                 "Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
+                                 s, m, st),
+                     false);
+          }
+          ++(op.kind == OpKind::B ? c.b : c.i);
+          break;
+        }
+        case OpKind::W:
+          if (c.i == 0) report("order", r, pos, fmt::format("runs before {}I{}", s, m), true);
+          ++c.w;
+          break;
+        case OpKind::SEND_F:
+        case OpKind::SEND_B:
+        case OpKind::RECV_F:
+        case OpKind::RECV_B: {
+          const std::size_t t = tensor_index(op);
+          const bool send = is_send(op.kind);
+          auto& state = send ? send_state_ : recv_state_;
+          if (state[t] != kNone) {
+            report("duplicate_comm", r, pos, "the same tensor is already transferred by an earlier op", true);
+            break;
+          }
+          if (op.kind == OpKind::SEND_F && c.f == 0)
+            report("order", r, pos, fmt::format("sends the output of {}F{} before it runs", s, m), true);
+          if (op.kind == OpKind::SEND_B && c.b + c.i == 0)
+            report("order", r, pos, fmt::format("sends the input gradient of stage {} before its backward runs", s), true);
+          state[t] = kSettled;
+          if (op.async) {
+            if (outstanding.count(op.request) || finished.count(op.request)) {
+              report("duplicate_request", r, pos, fmt::format("request id #{} is used twice on rank {}", op.request, r),
+                     true);
+              break;
+            }
+            outstanding.emplace(op.request, Request{t, send});
+            state[t] = op.request;
+          }
+          break;
+        }
+        case OpKind::WAIT: break;
+      }
+    }
+    std::vector<std::int32_t> left;
+    for (const auto& [id, req] : outstanding) left.push_back(id);
+    std::sort(left.begin(), left.end());
+    for (std::int32_t id : left) {
+      // Find the op that posted it, for the report.
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (ops[i].kind != OpKind::WAIT && ops[i].async && ops[i].request == id) {
+          report("never_waited", r, static_cast<int>(i),
+                 fmt::format("request #{} is never waited before the program ends", id), false);
+          break;
+        }
+      }
+    }
+  }
+
+  void check_totals() {
+    for (int s = 0; s < S_; ++s) {
+      const int r = p_.rank_of(s);
+      for (int m = 0; m < M_; ++m) {
+        const Counts& c = counts_[cell(s, m)];
+        auto at = [&](std::string kind, std::string msg, bool fatal) {
+          report(std::move(kind), r, -1, fmt::format("stage {} microbatch {}: {}", s, m, msg), fatal);
+        };
+        if (c.f == 0) at("missing_compute", fmt::format("no forward {}F{}", s, m), false);
+        if (c.f > 1) at("duplicate_compute", fmt::format("{}F{} appears {} times", s, m, c.f), false);
+        if (c.b > 0 && (c.i > 0 || c.w > 0))
+          at("mixed_backward", "has both a full B and a split I/W backward", false);
+        else if (c.b == 0 && c.i == 0)
+          at("missing_compute", fmt::format("no backward ({}B{} or {}I{} + {}W{})", s, m, s, m, s, m), false);
+        else if (c.b > 1 || c.i > 1 || c.w > 1)
+          at("duplicate_compute", "backward appears more than once", false);
+        else if (c.i == 1 && c.w == 0)
+          at("missing_compute", fmt::format("{}I{} has no {}W{}", s, m, s, m), false);
+        if (s + 1 < S_ && p_.rank_of(s + 1) != r) {
+          for (bool backward : {false, true}) {
+            const std::size_t t = (backward ? counts_.size() : 0) + cell(s, m);
+            const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;
+            if (sent == received) continue;
+            const std::string tensor = backward ? fmt::format("gradient {}->{} of microbatch {}", s + 1, s, m)
+                                                : fmt::format("activation {}->{} of microbatch {}", s, s + 1, m);
+            const int sender = p_.rank_of(backward ? s + 1 : s), receiver = p_.rank_of(backward ? s : s + 1);
+            report(sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
+                   sent ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
+                        : fmt::format("receives the {} but rank {} never sends it", tensor, sender),
+                   false);
+          }
+        }
+      }
+    }
+  }
+
+  const Program& p_;
+  int S_, M_;
+  std::vector<Counts> counts_;
+  std::vector<std::int32_t> send_state_, recv_state_;
+  std::vector<Diagnostic> out_;
+  std::size_t truncated_ = 0;
+};
+
+}  // namespace
+
+std::vector<Diagnostic> validate(const Program& program) { return Validator(program).run(); }
+
+}  // namespace ppsim::schedules

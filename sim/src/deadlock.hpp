@@ -1,0 +1,22 @@
+#pragma once
+// Wait-for graph analysis of a stuck simulation (internal to sim/).
+#include <string>
+#include <vector>
+
+#include "ppsim/sim/result.hpp"
+
+namespace ppsim::sim {
+
+struct WaitEdge {
+  int rank;
+  int position;
+  std::string op;  // the blocked op
+  int peer;        // the rank it waits on (-1: none)
+  std::string waiting_for;
+};
+
+// Elementary cycles of the rank -> peer graph (Boost.Graph, Hawick-James), then the rest: edges into finished ranks are
+// unmatched ops, other edges are ranks blocked behind a cycle.
+Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges, const std::vector<bool>& finished);
+
+}  // namespace ppsim::sim

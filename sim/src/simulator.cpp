@@ -1,0 +1,644 @@
+#include "ppsim/sim/simulator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <unordered_map>
+
+#include "deadlock.hpp"
+
+namespace ppsim::sim {
+
+std::string_view to_string(Matching m) { return m == Matching::tag ? "tag" : "fifo"; }
+
+namespace {
+
+using schedules::Diagnostic;
+using schedules::Op;
+using schedules::OpKind;
+using schedules::Program;
+
+constexpr std::int32_t kNoEndpoint = -1;
+
+// One per comm op of the program, created when the op is issued (ids are assigned up front:
+// rank r's k-th comm op is endpoint base[r] + k).
+struct Endpoint {
+  double done_time = 0;
+  double xfer_start = 0, xfer_end = 0;  // send side only
+  std::int32_t rank = 0;
+  std::int32_t pos = 0;
+  std::int32_t partner = kNoEndpoint;
+  std::int32_t link = 0;
+  std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, complete : 1 = 0, waited : 1 = 0,
+      buffer_live : 1 = 0, eager : 1 = 0, arrived : 1 = 0;
+};
+
+struct Link {
+  double free_at = 0;
+  std::int32_t src = 0, dst = 0;
+  std::deque<std::int32_t> sends, recvs;  // fifo matching: posted, not yet matched
+};
+
+struct Event {
+  double time;
+  std::uint64_t seq;
+  std::int32_t id;  // >= 0: endpoint whose transfer ends; < 0: rank -(id+1) resumes
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// `waking`: unblocked, its resume event is queued (so later completions do not wake it twice).
+enum class Block : std::uint8_t { none, endpoint, wait, waking, done };
+
+struct RankState {
+  std::size_t pc = 0;
+  std::int32_t next_ep = 0;
+  std::int32_t ep_base = 0;
+  std::int32_t pending_end = -1;  // compute op whose end effects apply when the rank resumes
+  Block block = Block::none;
+  std::int32_t blocked_ep = kNoEndpoint;
+  double blocked_since = 0;
+  double start = -1, end = 0;
+  double busy = 0, exposed = 0;
+  std::int64_t memory = 0, peak_memory = 0;
+  std::int64_t sent = 0, recv = 0;
+  int inflight = 0, peak_inflight = 0;
+  std::int64_t unwaited = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Program& p, const SimOptions& o, Observer* obs)
+      : p_(p), o_(o), obs_(obs), S_(p.stages()), M_(p.microbatches()), R_(p.ranks()) {}
+
+  SimResult run() {
+    setup();
+    for (int r = 0; r < R_; ++r) push(0.0, -(r + 1));
+    while (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      const Event e = heap_.back();
+      heap_.pop_back();
+      last_time_ = std::max(last_time_, e.time);
+      if (e.id < 0)
+        resume(-(e.id + 1), e.time);
+      else
+        transfer_done(e.id, e.time);
+    }
+    return finish();
+  }
+
+ private:
+  // ---- setup -------------------------------------------------------------------------------
+  std::size_t cell(int boundary, int mb) const {
+    return static_cast<std::size_t>(boundary) * static_cast<std::size_t>(M_) + static_cast<std::size_t>(mb);
+  }
+  std::size_t tensor_index(const Op& op) const {
+    const auto t = schedules::tensor_of(op);
+    return (t.backward ? cell_count_ : 0) + cell(t.boundary, t.microbatch);
+  }
+
+  void setup() {
+    if (static_cast<int>(o_.costs.stages.size()) != S_)
+      throw SimulationError(fmt::format("cost model has {} stages, program has {}", o_.costs.stages.size(), S_));
+    for (int s = 0; s < S_; ++s) {
+      const StageCost& c = o_.costs.stages[static_cast<std::size_t>(s)];
+      if (c.forward < 0 || c.backward < 0 || c.backward_input < 0 || c.backward_weight < 0)
+        throw SimulationError(fmt::format("stage {} has a negative cost", s));
+    }
+    if (o_.network.latency < 0 || o_.network.bandwidth < 0)
+      throw SimulationError("latency and bandwidth must be >= 0");
+    cell_count_ = static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_);
+    slot_.assign(2 * cell_count_, kNoEndpoint);
+    recv_ep_.assign(2 * cell_count_, kNoEndpoint);
+    send_f_ep_.assign(cell_count_, kNoEndpoint);
+    inflight_.assign(static_cast<std::size_t>(R_) * static_cast<std::size_t>(M_), 0);
+    ranks_.resize(static_cast<std::size_t>(R_));
+    wait_eps_.resize(static_cast<std::size_t>(R_));
+    xfer_time_ = o_.network.latency +
+                 (o_.network.bandwidth > 0 ? static_cast<double>(o_.network.boundary_bytes) / o_.network.bandwidth : 0);
+    eager_ = o_.network.eager_limit > 0 && o_.network.boundary_bytes <= o_.network.eager_limit;
+
+    std::size_t n_eps = 0;
+    for (int r = 0; r < R_; ++r) {
+      ranks_[static_cast<std::size_t>(r)].ep_base = static_cast<std::int32_t>(n_eps);
+      for (const Op& op : p_.ops(r)) n_eps += schedules::is_comm(op.kind) ? 1 : 0;
+    }
+    if (n_eps > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max() - 1))
+      throw SimulationError("too many communication ops");
+    eps_.resize(n_eps);
+
+    for (int r = 0; r < R_; ++r) {
+      RankState& rs = ranks_[static_cast<std::size_t>(r)];
+      const auto& ops = p_.ops(r);
+      std::int32_t ep = rs.ep_base;
+      // Request id -> endpoint; lowered programs use dense ids so a vector usually does.
+      std::int32_t max_id = -1;
+      for (const Op& op : ops)
+        if (schedules::is_comm(op.kind) && op.async) max_id = std::max(max_id, op.request);
+      const bool dense = max_id < static_cast<std::int32_t>(4 * ops.size() + 64);
+      std::vector<std::int32_t> by_id(dense ? static_cast<std::size_t>(max_id + 1) : 0, kNoEndpoint);
+      std::unordered_map<std::int32_t, std::int32_t> by_id_sparse;
+      auto& weps = wait_eps_[static_cast<std::size_t>(r)];
+      std::vector<std::pair<int, int>> peers;  // (peer, link) cache for this rank's outgoing and incoming links
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        if (op.kind == OpKind::WAIT) {
+          const auto ids = p_.wait_ids(r, op);
+          if (weps.size() < static_cast<std::size_t>(op.request) + ids.size())
+            weps.resize(static_cast<std::size_t>(op.request) + ids.size(), kNoEndpoint);
+          for (std::size_t k = 0; k < ids.size(); ++k) {
+            std::int32_t target = kNoEndpoint;
+            if (dense) {
+              if (ids[k] >= 0 && ids[k] <= max_id) target = by_id[static_cast<std::size_t>(ids[k])];
+            } else if (auto it = by_id_sparse.find(ids[k]); it != by_id_sparse.end()) {
+              target = it->second;
+            }
+            if (target == kNoEndpoint)
+              throw SimulationError(fmt::format("rank {} op {}: WAIT on unknown request #{}", r, i, ids[k]));
+            weps[static_cast<std::size_t>(op.request) + k] = target;
+          }
+          continue;
+        }
+        if ((op.kind == OpKind::I || op.kind == OpKind::W) && op.stage >= 0 && op.stage < S_ &&
+            !o_.costs.stages[static_cast<std::size_t>(op.stage)].split)
+          throw SimulationError(fmt::format("rank {} op {}: {} needs backward_input and backward_weight costs "
+                                            "for stage {}, only backward was given", r, i, p_.op_text(r, op), op.stage));
+        if (!schedules::is_comm(op.kind)) continue;
+        Endpoint& e = eps_[static_cast<std::size_t>(ep)];
+        e.rank = r;
+        e.pos = static_cast<std::int32_t>(i);
+        e.send = schedules::is_send(op.kind);
+        e.async = op.async;
+        const int peer = p_.peer_of(op);
+        if (peer < 0 || peer == r)
+          throw SimulationError(fmt::format("rank {} op {}: {} has no peer on another rank", r, i, p_.op_text(r, op)));
+        int link = -1;
+        for (const auto& [pr, l] : peers)
+          if (pr == (e.send ? peer : -peer - 1)) link = l;
+        if (link < 0) {
+          const int src = e.send ? r : peer, dst = e.send ? peer : r;
+          const long long key = static_cast<long long>(src) * R_ + dst;
+          auto [it, inserted] = link_ids_.emplace(key, static_cast<int>(links_.size()));
+          if (inserted) links_.push_back(Link{0, src, dst, {}, {}});
+          link = it->second;
+          peers.emplace_back(e.send ? peer : -peer - 1, link);
+        }
+        e.link = link;
+        if (op.async) {
+          if (dense)
+            by_id[static_cast<std::size_t>(op.request)] = ep;
+          else
+            by_id_sparse[op.request] = ep;
+        }
+        const std::size_t t = tensor_index(op);
+        if (e.send) {
+          if (op.kind == OpKind::SEND_F) send_f_ep_[t] = ep;
+        } else {
+          recv_ep_[t] = ep;
+        }
+        ++ep;
+      }
+    }
+    link_ids_.clear();
+  }
+
+  // ---- events ------------------------------------------------------------------------------
+  void push(double time, std::int32_t id) {
+    heap_.push_back({time, seq_++, id});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+  void wake(int rank, double time) { push(time, -(rank + 1)); }
+
+  double duration(const Op& op) const {
+    const StageCost& c = o_.costs.stages[static_cast<std::size_t>(op.stage)];
+    switch (op.kind) {
+      case OpKind::F: return c.forward;
+      case OpKind::B: return c.backward;
+      case OpKind::I: return c.backward_input;
+      case OpKind::W: return c.backward_weight;
+      default: return 0;
+    }
+  }
+
+  void error(std::string kind, int rank, int pos, std::string message) {
+    if (errors_.size() >= 1000) return;
+    std::string text = pos >= 0 ? p_.op_text(rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
+    errors_.push_back({std::move(kind), rank, pos, text,
+                       fmt::format("rank {} op {} ({}) at t={}: {}", rank, pos, text, last_time_, message), false});
+  }
+
+  void memory(RankState& rs, int rank, std::int64_t delta, double time) {
+    if (delta == 0) return;
+    rs.memory += delta;
+    rs.peak_memory = std::max(rs.peak_memory, rs.memory);
+    if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
+  }
+  void stash(RankState& rs, int rank, int mb, int delta, double time) {
+    auto& n = inflight_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(M_) + static_cast<std::size_t>(mb)];
+    const bool was = n > 0;
+    n = static_cast<std::uint16_t>(n + delta);
+    if (was != (n > 0)) {
+      rs.inflight += n > 0 ? 1 : -1;
+      rs.peak_inflight = std::max(rs.peak_inflight, rs.inflight);
+      if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
+    }
+  }
+  void release_buffer(Endpoint& e, double time) {
+    if (!e.buffer_live) return;
+    e.buffer_live = 0;
+    memory(ranks_[static_cast<std::size_t>(e.rank)], e.rank, -o_.network.boundary_bytes, time);
+  }
+
+  void start_compute(int r, RankState& rs, const Op& op, int pos, double t) {
+    const std::int64_t act = o_.memory.activation_bytes;
+    switch (op.kind) {
+      case OpKind::F: {
+        if (op.stage > 0) check_read(recv_ep_[cell(op.stage - 1, op.microbatch)], r, pos, "its activation");
+        stash(rs, r, op.microbatch, +1, t);
+        memory(rs, r, act, t);
+        break;
+      }
+      case OpKind::B:
+      case OpKind::I: {
+        if (op.stage + 1 < S_) {
+          check_read(recv_ep_[cell_count_ + cell(op.stage, op.microbatch)], r, pos, "its output gradient");
+          const std::int32_t se = send_f_ep_[cell(op.stage, op.microbatch)];
+          if (se != kNoEndpoint) {
+            const Endpoint& e = eps_[static_cast<std::size_t>(se)];
+            if (e.async && e.posted && !e.waited)
+              error("buffer_released_before_wait", r, pos,
+                    fmt::format("frees the output sent by {} before that request is waited "
+                                "(Gloo: \"Cannot lock pointer to unbound buffer\")",
+                                p_.op_text(e.rank, p_.ops(e.rank)[static_cast<std::size_t>(e.pos)])));
+          }
+        }
+        break;
+      }
+      default: break;
+    }
+    if (obs_) obs_->on_compute(r, pos, t, t + duration(op));
+  }
+  void check_read(std::int32_t ep, int r, int pos, const char* what) {
+    if (ep == kNoEndpoint) return;
+    const Endpoint& e = eps_[static_cast<std::size_t>(ep)];
+    if (e.async && e.rank == r && !e.waited)
+      error("read_before_wait", r, pos,
+            fmt::format("reads {} before its receive {} is waited", what,
+                        p_.op_text(r, p_.ops(r)[static_cast<std::size_t>(e.pos)])));
+  }
+
+  void end_compute(int r, RankState& rs, const Op& op, double t) {
+    const std::int64_t act = o_.memory.activation_bytes, ws = o_.memory.weight_stash_bytes;
+    switch (op.kind) {
+      case OpKind::F:
+        if (op.stage > 0) release_recv(recv_ep_[cell(op.stage - 1, op.microbatch)], r, t);
+        break;
+      case OpKind::B:
+      case OpKind::I:
+        if (op.stage + 1 < S_) {
+          release_recv(recv_ep_[cell_count_ + cell(op.stage, op.microbatch)], r, t);
+          const std::int32_t se = send_f_ep_[cell(op.stage, op.microbatch)];
+          if (se != kNoEndpoint && eps_[static_cast<std::size_t>(se)].rank == r)
+            release_buffer(eps_[static_cast<std::size_t>(se)], t);
+        }
+        if (op.kind == OpKind::B) {
+          memory(rs, r, -act, t);
+          stash(rs, r, op.microbatch, -1, t);
+        } else {
+          memory(rs, r, -(act - ws), t);
+        }
+        break;
+      case OpKind::W:
+        memory(rs, r, -ws, t);
+        stash(rs, r, op.microbatch, -1, t);
+        break;
+      default: break;
+    }
+  }
+  void release_recv(std::int32_t ep, int r, double t) {
+    if (ep == kNoEndpoint) return;
+    Endpoint& e = eps_[static_cast<std::size_t>(ep)];
+    if (e.rank == r && e.complete) release_buffer(e, t);
+  }
+
+  void resume(int r, double t) {
+    RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    const auto& ops = p_.ops(r);
+    if (rs.pending_end >= 0) {
+      end_compute(r, rs, ops[static_cast<std::size_t>(rs.pending_end)], t);
+      rs.pending_end = -1;
+    }
+    if (rs.block == Block::waking) {
+      const std::size_t pos = rs.pc;
+      if (obs_) obs_->on_blocked(r, static_cast<int>(pos), rs.blocked_since, t);
+      rs.exposed += t - rs.blocked_since;
+      rs.block = Block::none;
+      if (ops[pos].kind == OpKind::WAIT) mark_waited(r, ops[pos]);
+      ++rs.pc;
+    }
+    if (rs.start < 0 && !ops.empty()) rs.start = t;
+    while (rs.pc < ops.size()) {
+      const Op& op = ops[rs.pc];
+      const int pos = static_cast<int>(rs.pc);
+      if (schedules::is_compute(op.kind)) {
+        const double d = duration(op);
+        start_compute(r, rs, op, pos, t);
+        rs.busy += d;
+        ++rs.pc;
+        const double end = t + d;
+        // No other event can happen before `end`: keep going without the heap.
+        if (heap_.empty() || end < heap_.front().time) {
+          end_compute(r, rs, op, end);
+          t = end;
+          continue;
+        }
+        rs.pending_end = pos;
+        wake(r, end);
+        return;
+      }
+      if (op.kind == OpKind::WAIT) {
+        if (wait_ready(r, op)) {
+          mark_waited(r, op);
+          if (obs_) obs_->on_blocked(r, pos, t, t);
+          ++rs.pc;
+          continue;
+        }
+        rs.block = Block::wait;
+        rs.blocked_since = t;
+        return;
+      }
+      const std::int32_t id = rs.ep_base + rs.next_ep++;
+      post(id, t);
+      Endpoint& e = eps_[static_cast<std::size_t>(id)];
+      if (e.async) {
+        ++rs.unwaited;
+        if (obs_) obs_->on_post(r, pos, t);
+        ++rs.pc;
+        continue;
+      }
+      if (e.complete) {
+        e.waited = 1;
+        if (obs_) obs_->on_blocked(r, pos, t, t);
+        ++rs.pc;
+        continue;
+      }
+      rs.block = Block::endpoint;
+      rs.blocked_ep = id;
+      rs.blocked_since = t;
+      return;
+    }
+    rs.end = t;
+    rs.block = Block::done;
+    if (rs.unwaited > 0) report_unwaited(r);
+  }
+
+  bool wait_ready(int r, const Op& op) const {
+    const auto& weps = wait_eps_[static_cast<std::size_t>(r)];
+    for (std::size_t k = 0; k < op.wait_count; ++k)
+      if (!eps_[static_cast<std::size_t>(weps[static_cast<std::size_t>(op.request) + k])].complete) return false;
+    return true;
+  }
+  void mark_waited(int r, const Op& op) {
+    const auto& weps = wait_eps_[static_cast<std::size_t>(r)];
+    for (std::size_t k = 0; k < op.wait_count; ++k) {
+      Endpoint& e = eps_[static_cast<std::size_t>(weps[static_cast<std::size_t>(op.request) + k])];
+      if (!e.waited) --ranks_[static_cast<std::size_t>(r)].unwaited;
+      e.waited = 1;
+    }
+  }
+
+  void report_unwaited(int r) {
+    const RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    for (std::int32_t id = rs.ep_base; id < rs.ep_base + rs.next_ep; ++id) {
+      const Endpoint& e = eps_[static_cast<std::size_t>(id)];
+      if (e.async && !e.waited)
+        error("never_waited", r, e.pos, "request is never waited before the rank finishes");
+    }
+  }
+
+  // ---- communication -------------------------------------------------------------------------
+  void post(std::int32_t id, double t) {
+    Endpoint& e = eps_[static_cast<std::size_t>(id)];
+    const Op& op = p_.ops(e.rank)[static_cast<std::size_t>(e.pos)];
+    e.posted = 1;
+    if (o_.network.boundary_bytes > 0) {
+      e.buffer_live = 1;
+      memory(ranks_[static_cast<std::size_t>(e.rank)], e.rank, o_.network.boundary_bytes, t);
+    }
+    if (e.send && eager_) {
+      e.eager = 1;
+      start_transfer(id, t);
+      complete(id, t);
+    }
+    std::int32_t other = kNoEndpoint;
+    if (o_.network.matching == Matching::tag) {
+      std::int32_t& slot = slot_[tensor_index(op)];
+      if (slot == kNoEndpoint) {
+        slot = id;
+        return;
+      }
+      if (eps_[static_cast<std::size_t>(slot)].send == e.send)
+        throw SimulationError(fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor",
+                                          e.rank, e.pos, p_.op_text(e.rank, op)));
+      other = slot;
+      slot = kNoEndpoint;
+    } else {
+      Link& l = links_[static_cast<std::size_t>(e.link)];
+      auto& mine = e.send ? l.sends : l.recvs;
+      auto& theirs = e.send ? l.recvs : l.sends;
+      if (theirs.empty()) {
+        mine.push_back(id);
+        return;
+      }
+      other = theirs.front();
+      theirs.pop_front();
+    }
+    const std::int32_t send_id = e.send ? id : other, recv_id = e.send ? other : id;
+    match(send_id, recv_id, t);
+  }
+
+  void match(std::int32_t send_id, std::int32_t recv_id, double t) {
+    Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
+    Endpoint& r = eps_[static_cast<std::size_t>(recv_id)];
+    s.partner = recv_id;
+    r.partner = send_id;
+    if (o_.network.matching == Matching::fifo) {
+      const Op& so = p_.ops(s.rank)[static_cast<std::size_t>(s.pos)];
+      const Op& ro = p_.ops(r.rank)[static_cast<std::size_t>(r.pos)];
+      if (!(schedules::tensor_of(so) == schedules::tensor_of(ro)))
+        error("message_order_mismatch", r.rank, r.pos,
+              fmt::format("receives the message of {} on rank {}: under fifo matching (NCCL) the wrong "
+                          "tensor would be delivered silently", p_.op_text(s.rank, so), s.rank));
+    }
+    if (!s.eager) {
+      start_transfer(send_id, t);
+    } else if (s.arrived) {
+      deliver(send_id);
+      complete(recv_id, t);
+    }
+  }
+
+  void start_transfer(std::int32_t send_id, double t) {
+    Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
+    Link& l = links_[static_cast<std::size_t>(s.link)];
+    s.xfer_start = std::max(t, l.free_at);
+    s.xfer_end = s.xfer_start + xfer_time_;
+    l.free_at = s.xfer_end;
+    push(s.xfer_end, send_id);
+  }
+
+  void transfer_done(std::int32_t send_id, double t) {
+    Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
+    s.arrived = 1;
+    if (!s.eager) complete(send_id, t);
+    if (s.partner != kNoEndpoint) {
+      deliver(send_id);
+      complete(s.partner, t);
+    }
+  }
+
+  // Bytes and the trace record are counted once per transfer, when both ends are known.
+  void deliver(std::int32_t send_id) {
+    const Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
+    const Endpoint& r = eps_[static_cast<std::size_t>(s.partner)];
+    const std::int64_t bytes = o_.network.boundary_bytes;
+    ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
+    ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
+    comm_bytes_ += bytes;
+    if (obs_) obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.xfer_start, s.xfer_end, bytes});
+  }
+
+  void complete(std::int32_t id, double t) {
+    Endpoint& e = eps_[static_cast<std::size_t>(id)];
+    e.complete = 1;
+    e.done_time = t;
+    const Op& op = p_.ops(e.rank)[static_cast<std::size_t>(e.pos)];
+    // A gradient's buffer, or a forward output under deallocate_outputs, is free once sent.
+    if (e.send && (op.kind == OpKind::SEND_B || o_.memory.deallocate_outputs)) release_buffer(e, t);
+    RankState& rs = ranks_[static_cast<std::size_t>(e.rank)];
+    if ((rs.block == Block::endpoint && rs.blocked_ep == id) ||
+        (rs.block == Block::wait && wait_ready(e.rank, p_.ops(e.rank)[rs.pc]))) {
+      rs.block = Block::waking;
+      wake(e.rank, t);
+    }
+  }
+
+  // ---- the end -----------------------------------------------------------------------------
+  SimResult finish() {
+    SimResult res;
+    res.per_rank.resize(static_cast<std::size_t>(R_));
+    double first = std::numeric_limits<double>::infinity(), last = 0;
+    bool stuck = false;
+    for (int r = 0; r < R_; ++r) {
+      RankState& rs = ranks_[static_cast<std::size_t>(r)];
+      if (rs.block != Block::done) {
+        stuck = true;
+        rs.end = rs.block == Block::none ? rs.end : rs.blocked_since;
+      }
+      if (rs.start < 0) rs.start = 0;
+      first = std::min(first, rs.start);
+      last = std::max(last, rs.end);
+    }
+    if (R_ == 0) first = 0;
+    res.makespan = last - first;
+    double sum_busy = 0, max_busy = 0;
+    for (int r = 0; r < R_; ++r) {
+      const RankState& rs = ranks_[static_cast<std::size_t>(r)];
+      RankMetrics& m = res.per_rank[static_cast<std::size_t>(r)];
+      m.rank = r;
+      m.start = rs.start;
+      m.end = rs.end;
+      m.busy = rs.busy;
+      m.idle = res.makespan - rs.busy;
+      m.comm_exposed = rs.exposed;
+      m.peak_inflight = rs.peak_inflight;
+      m.peak_memory_bytes = rs.peak_memory + o_.memory.static_bytes * chunks_on(r);
+      m.sent_bytes = rs.sent;
+      m.recv_bytes = rs.recv;
+      m.ops_done = rs.pc;
+      sum_busy += rs.busy;
+      max_busy = std::max(max_busy, rs.busy);
+      res.ops_executed += rs.pc;
+    }
+    res.bubble_fraction = res.makespan > 0 ? 1.0 - sum_busy / (R_ * res.makespan) : 0.0;
+    res.bubble_vs_ideal = max_busy > 0 ? (res.makespan - max_busy) / max_busy : 0.0;
+    res.comm_bytes = comm_bytes_;
+    if (stuck) res.deadlock = analyze_deadlock();
+    report_unmatched_messages();
+    res.errors = std::move(errors_);
+    return res;
+  }
+
+  int chunks_on(int r) const {
+    int n = 0;
+    for (const auto& pl : p_.placement()) n += pl.rank == r ? 1 : 0;
+    return n;
+  }
+
+  Deadlock analyze_deadlock() const {
+    std::vector<WaitEdge> edges;
+    std::vector<bool> finished(static_cast<std::size_t>(R_));
+    for (int r = 0; r < R_; ++r) {
+      const RankState& rs = ranks_[static_cast<std::size_t>(r)];
+      finished[static_cast<std::size_t>(r)] = rs.block == Block::done;
+      if (rs.block != Block::endpoint && rs.block != Block::wait) continue;
+      const Op& op = p_.ops(r)[rs.pc];
+      const std::string text = p_.op_text(r, op);
+      if (rs.block == Block::endpoint) {
+        edges.push_back({r, static_cast<int>(rs.pc), text, p_.peer_of(op), ""});
+        continue;
+      }
+      const auto& weps = wait_eps_[static_cast<std::size_t>(r)];
+      for (std::size_t k = 0; k < op.wait_count; ++k) {
+        const Endpoint& e = eps_[static_cast<std::size_t>(weps[static_cast<std::size_t>(op.request) + k])];
+        if (e.complete) continue;
+        const Op& pending = p_.ops(r)[static_cast<std::size_t>(e.pos)];
+        edges.push_back({r, static_cast<int>(rs.pc), text, p_.peer_of(pending), p_.op_text(r, pending)});
+      }
+    }
+    return find_deadlock(R_, edges, finished);
+  }
+
+  void report_unmatched_messages() {
+    for (const Endpoint& e : eps_) {
+      if (!e.posted || e.partner != kNoEndpoint) continue;
+      // Blocked ranks are already described by the deadlock report.
+      const RankState& rs = ranks_[static_cast<std::size_t>(e.rank)];
+      if (rs.block == Block::endpoint && eps_[static_cast<std::size_t>(rs.blocked_ep)].pos == e.pos) continue;
+      const Op& op = p_.ops(e.rank)[static_cast<std::size_t>(e.pos)];
+      error(e.send ? "unmatched_send" : "unmatched_recv", e.rank, e.pos,
+            fmt::format("posted but rank {} never {} it", p_.peer_of(op), e.send ? "receives" : "sends"));
+    }
+  }
+
+  const Program& p_;
+  const SimOptions& o_;
+  Observer* obs_;
+  int S_, M_, R_;
+  std::size_t cell_count_ = 0;
+  double xfer_time_ = 0;
+  bool eager_ = false;
+  double last_time_ = 0;
+  std::uint64_t seq_ = 0;
+  std::int64_t comm_bytes_ = 0;
+  std::vector<Event> heap_;
+  std::vector<RankState> ranks_;
+  std::vector<Endpoint> eps_;
+  std::vector<std::vector<std::int32_t>> wait_eps_;  // per rank, parallel to the program's WAIT id pool
+  std::vector<Link> links_;
+  std::unordered_map<long long, int> link_ids_;
+  std::vector<std::int32_t> slot_;       // tag matching: endpoint posted first for each tensor
+  std::vector<std::int32_t> recv_ep_;    // tensor -> receiving endpoint
+  std::vector<std::int32_t> send_f_ep_;  // forward tensor -> sending endpoint (its buffer lives until B)
+  std::vector<std::uint16_t> inflight_;  // (rank, mb) -> live stashes
+  std::vector<Diagnostic> errors_;
+};
+
+}  // namespace
+
+SimResult simulate(const Program& program, const SimOptions& options, Observer* observer) {
+  return Engine(program, options, observer).run();
+}
+
+}  // namespace ppsim::sim
