@@ -12,6 +12,7 @@
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/sim/report_json.hpp"
+#include "ppsim/sim/sweep.hpp"
 #include "ppsim/sim/trace.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
 #include "ppsim/viz/summary_table.hpp"
@@ -85,45 +86,18 @@ int cmd_run(const std::string& path, bool json, const std::string& trace_file, c
   });
 }
 
-namespace {
-bool takes_param(const std::string& kind, const std::string& param) {
-  const auto* g = schedules::Registry::instance().find(kind);
-  if (!g) return false;
-  for (const auto& p : g->params)
-    if (p.name == param) return true;
-  return false;
-}
-}  // namespace
-
 int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv, const std::vector<std::string>& kinds,
                 const std::vector<int>& microbatches, const std::vector<int>& chunks, const CommonOptions& common) {
   return guarded([&] {
     std::vector<sim::Analysis> runs;
     for (const auto& path : paths) {
       const sim::Config base = sim::load_config(path, common.overrides);
-      const bool sweep = !kinds.empty() || !microbatches.empty() || !chunks.empty();
-      if (!sweep) {
+      const sim::SweepAxes axes{kinds, microbatches, chunks};
+      if (!sim::sweep_requested(axes)) {
         runs.push_back(sim::analyze(base));
         continue;
       }
-      const std::vector<std::string> ks = kinds.empty() ? std::vector<std::string>{base.kind} : kinds;
-      const std::vector<int> ms = microbatches.empty() ? std::vector<int>{base.params.microbatches} : microbatches;
-      for (const auto& k : ks) {
-        // Chunks only apply to schedules that take them; others run with one chunk.
-        const bool chunked = takes_param(k, "chunks");
-        const std::vector<int> vs = chunked && !chunks.empty() ? chunks : std::vector<int>{chunked ? base.params.chunks : 1};
-        for (int m : ms) {
-          for (int v : vs) {
-            nlohmann::json j = base.raw;
-            j["schedule"]["kind"] = k;
-            j["schedule"]["microbatches"] = m;
-            j["schedule"]["chunks"] = v;
-            if (!chunked) j["schedule"].erase("microbatch_group_size");
-            j["name"] = chunked ? fmt::format("{}/{}/M{}/V{}", base.name, k, m, v) : fmt::format("{}/{}/M{}", base.name, k, m);
-            runs.push_back(sim::analyze(sim::parse_config(j, fmt::format("{} (sweep {} M={} V={})", path, k, m, v))));
-          }
-        }
-      }
+      for (const auto& config : sim::sweep(base, axes)) runs.push_back(sim::analyze(config));
     }
     if (json) {
       nlohmann::json arr = nlohmann::json::array();

@@ -158,6 +158,7 @@ class Lowerer {
         ids.insert(ids.end(), pending_send_b.begin(), pending_send_b.end());
         pending_send_b.clear();
       }
+      std::sort(ids.begin(), ids.end());
       wait(ids);
       emit(c[i]);
       if (auto s = send_after(c[i])) {

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages ppsim builds with, only those that are missing.
+set -euo pipefail
+packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,124 @@
+// Generators: the exact compute order per rank, the registry, and Megatron's rejections.
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "ppsim/schedules/error.hpp"
+
+using namespace ppsim;
+using schedules::OpKind;
+
+namespace {
+std::string line(const schedules::Program& p, int rank) {
+  std::string s;
+  for (const auto& op : p.ops(rank)) s += (s.empty() ? "" : ",") + p.op_text(rank, op);
+  return s;
+}
+schedules::Program gen(const char* kind, int P, int M, int V = 1, int group = 0) {
+  return schedules::generate(kind, {P, M, V, group});
+}
+}  // namespace
+
+TEST_CASE("gpipe: all forwards then all backwards", "[generators]") {
+  const auto p = gen("gpipe", 3, 3);
+  CHECK(line(p, 0) == "0F0,0F1,0F2,0B0,0B1,0B2");
+  CHECK(line(p, 2) == "2F0,2F1,2F2,2B0,2B1,2B2");
+}
+
+TEST_CASE("1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F and B, then cools down",
+          "[generators]") {
+  const auto p = gen("1f1b", 4, 6);
+  CHECK(line(p, 0) == "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0B3,0B4,0B5");
+  CHECK(line(p, 2) == "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2B5");
+  CHECK(line(p, 3) == "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5");
+  // Fewer microbatches than the warm-up: the warm-up is capped at M.
+  CHECK(line(gen("1f1b", 4, 2), 0) == "0F0,0F1,0B0,0B1");
+  for (int P = 1; P <= 6; ++P)
+    for (int M = 1; M <= 8; ++M)
+      for (int r = 0; r < P; ++r) {
+        const auto prog = gen("1f1b", P, M);
+        const auto& ops = prog.ops(r);
+        int warm = 0;
+        while (warm < static_cast<int>(ops.size()) && ops[static_cast<std::size_t>(warm)].kind == OpKind::F) ++warm;
+        // the steady phase's first F directly follows the warm-up, unless the warm-up took all M
+        CHECK(warm == std::min(P - r - 1, M) + (P - r - 1 < M ? 1 : 0));
+      }
+}
+
+TEST_CASE("interleaved-1f1b: stage s on rank s mod P, groups of P microbatches per chunk, warm-up "
+          "2(P-r-1) + (V-1)*group, backward visits chunks in reverse",
+          "[generators]") {
+  const auto p = gen("interleaved-1f1b", 3, 3, 2);
+  for (int s = 0; s < 6; ++s) {
+    CHECK(p.place(s).rank == s % 3);
+    CHECK(p.place(s).chunk == s / 3);
+  }
+  // rank 2 (last): warm-up (V-1)*P = 3 forwards: chunk 0 microbatches 0..2; then steady F/B pairs.
+  CHECK(line(p, 2) == "2F0,2F1,2F2,5F0,5B0,5F1,5B1,5F2,5B2,2B0,2B1,2B2");
+  // rank 0: warm-up 2*2 + 3 = 7 > M*V = 6, so all forwards first.
+  CHECK(line(p, 0) == "0F0,0F1,0F2,3F0,3F1,3F2,3B0,3B1,3B2,0B0,0B1,0B2");
+  // A custom group size: groups of 4 with M = 8 on P = 3.
+  const auto g = gen("interleaved-1f1b", 3, 8, 2, 4);
+  std::string fwd;
+  for (const auto& op : g.ops(0))
+    if (op.kind == OpKind::F) fwd += std::to_string(op.stage) + "F" + std::to_string(op.microbatch) + " ";
+  CHECK(fwd == "0F0 0F1 0F2 0F3 3F0 3F1 3F2 3F3 0F4 0F5 0F6 0F7 3F4 3F5 3F6 3F7 ");
+}
+
+TEST_CASE("interleaved-1f1b rejects what Megatron-LM rejects", "[generators]") {
+  auto key_of = [](int P, int M, int V, int group) {
+    try {
+      gen("interleaved-1f1b", P, M, V, group);
+    } catch (const schedules::ParameterError& e) {
+      return e.key();
+    }
+    return std::string("accepted");
+  };
+  CHECK(key_of(4, 8, 1, 0) == "chunks");                  // one chunk is plain 1F1B
+  CHECK(key_of(2, 8, 2, 0) == "ranks");                   // P must be > 2
+  CHECK(key_of(4, 3, 2, 0) == "microbatch_group_size");   // group (default P=4) > M
+  CHECK(key_of(4, 8, 2, 3) == "microbatch_group_size");   // group < P
+  CHECK(key_of(4, 10, 2, 0) == "microbatches");           // 10 % 4 = 2, in (0, P)
+  CHECK(key_of(4, 12, 2, 0) == "accepted");
+  CHECK(key_of(4, 11, 2, 0) == "microbatches");           // 11 % 4 = 3 < 4
+  CHECK(key_of(3, 11, 2, 4) == "accepted");               // 11 % 4 = 3 >= P = 3
+}
+
+TEST_CASE("Registry: names and PyTorch aliases, case-insensitive; unknown names list the known ones",
+          "[generators]") {
+  const auto& reg = schedules::Registry::instance();
+  CHECK(reg.find("gpipe")->name == "gpipe");
+  CHECK(reg.find("GPipe")->name == "gpipe");
+  CHECK(reg.find("1F1B")->name == "1f1b");
+  CHECK(reg.find("interleaved1f1b")->name == "interleaved-1f1b");
+  CHECK(reg.find("INTERLEAVED-1F1B")->name == "interleaved-1f1b");
+  CHECK(reg.find("zero-bubble") == nullptr);
+  try {
+    gen("zero-bubble", 4, 8);
+    FAIL("expected ParameterError");
+  } catch (const schedules::ParameterError& e) {
+    CHECK(e.key() == "kind");
+    CHECK(std::string(e.what()).find("gpipe, interleaved-1f1b") != std::string::npos);
+  }
+  CHECK_THROWS_AS(gen("1f1b", 0, 8), schedules::ParameterError);
+  CHECK_THROWS_AS(gen("1f1b", 4, 0), schedules::ParameterError);
+  CHECK_THROWS_AS(gen("gpipe", 4, 8, 2), schedules::ParameterError);
+}
+
+TEST_CASE("Every generated program has each (stage, microbatch) F and B exactly once on the stage's rank",
+          "[generators]") {
+  for (const auto& g : schedules::Registry::instance().all()) {
+    const int P = 4, M = 8, V = g.name == "interleaved-1f1b" ? 2 : 1;
+    const auto p = gen(g.name.c_str(), P, M, V);
+    std::vector<int> f(static_cast<std::size_t>(P * V * M)), b(f.size());
+    for (int r = 0; r < P; ++r)
+      for (const auto& op : p.ops(r)) {
+        CHECK(p.rank_of(op.stage) == r);
+        auto& counter = op.kind == OpKind::F ? f : b;
+        ++counter[static_cast<std::size_t>(op.stage * M + op.microbatch)];
+      }
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      CHECK(f[i] == 1);
+      CHECK(b[i] == 1);
+    }
+  }
+}

@@ -1,0 +1,55 @@
+// Sweeps keep the model fixed while the schedule, M and V vary.
+#include <catch2/catch.hpp>
+
+#include "ppsim/sim/analysis.hpp"
+#include "ppsim/sim/sweep.hpp"
+
+using namespace ppsim;
+
+namespace {
+sim::Config base() {
+  return sim::parse_config(nlohmann::json::parse(R"({
+    "name": "base",
+    "schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
+    "costs": {"forward": 2.0, "backward_input": 2.0, "backward_weight": 2.0},
+    "memory": {"activation_bytes": 1000, "static_bytes": 600}
+  })"),
+                           "base.json");
+}
+}  // namespace
+
+TEST_CASE("Sweep: one config per (schedule, M, V); chunks only for schedules that take them", "[sweep]") {
+  const auto configs = sim::sweep(base(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});
+  REQUIRE(configs.size() == 2 + 2 + 2 * 2);
+  CHECK(configs[0].name == "base/gpipe/M8");
+  CHECK(configs[0].params.chunks == 1);
+  CHECK(configs.back().name == "base/interleaved-1f1b/M16/V3");
+  CHECK(configs.back().params.chunks == 3);
+}
+
+TEST_CASE("Sweep over chunks keeps per-rank work and memory: costs and bytes scale by V0/V, so "
+          "interleaved bubble_vs_ideal = (P-1)/(V*M) against the same ideal as 1F1B",
+          "[sweep]") {
+  const auto configs = sim::sweep(base(), {{"1f1b", "interleaved-1f1b"}, {8}, {2, 4}});
+  REQUIRE(configs.size() == 3);
+  const auto one = sim::analyze(configs[0]);
+  for (std::size_t i = 1; i < configs.size(); ++i) {
+    const auto a = sim::analyze(configs[i]);
+    REQUIRE(a.ok());
+    const int V = configs[i].params.chunks;
+    for (int r = 0; r < 4; ++r) CHECK(a.result->per_rank[r].busy == Approx(one.result->per_rank[r].busy));
+    CHECK(a.result->bubble_vs_ideal == Approx(3.0 / (V * 8)));
+    CHECK(a.run.options.memory.activation_bytes == 1000 / V);
+    // static bytes are per chunk: V chunks of 600/V each
+    CHECK(a.result->per_rank[0].peak_memory_bytes >= 600);
+  }
+  CHECK(one.result->bubble_vs_ideal == Approx(3.0 / 8));
+}
+
+TEST_CASE("Sweep refuses what it cannot remap", "[sweep]") {
+  auto j = base().raw;
+  j["costs"]["per_stage"] = {{"1", {{"forward", 3.0}}}};
+  const auto with_overrides = sim::parse_config(j, "base.json");
+  CHECK_THROWS_AS(sim::sweep(with_overrides, {{"interleaved-1f1b"}, {8}, {2}}), sim::ConfigError);
+  CHECK_NOTHROW(sim::sweep(with_overrides, {{"gpipe"}, {8, 16}, {}}));
+}
