@@ -40,7 +40,8 @@ class Program {
   // One line per rank, ops separated by commas (PyTorch's CSV row form).
   std::string to_text() const;
   // Inverse of to_text. Placement is inferred from which rank runs each stage's compute ops,
-  // chunks numbered in order of first appearance; M is one more than the largest microbatch.
+  // chunks numbered in stage order per rank; M is one more than the largest microbatch. Blank
+  // lines are skipped, so a rank with no ops cannot be written (generators never make one).
   static Program parse(std::string_view text);
 
   void reserve(int rank, std::size_t n) { ops(rank).reserve(n); }

@@ -1,0 +1,459 @@
+// schedules::validate: one hand-written program per diagnostic kind, checked field by field, and
+// every generated + lowered program of every comm style validating clean.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "ppsim/schedules/program.hpp"
+#include "ppsim/schedules/validation.hpp"
+
+using ppsim::schedules::CommStyle;
+using ppsim::schedules::Diagnostic;
+using ppsim::schedules::has_fatal;
+using ppsim::schedules::LoweringOptions;
+using ppsim::schedules::Op;
+using ppsim::schedules::OpKind;
+using ppsim::schedules::Program;
+using ppsim::schedules::validate;
+
+namespace {
+
+// The fields a test pins down; the message is checked separately where it matters.
+struct Expect {
+  std::string kind;
+  int rank;
+  int position;
+  std::string op;
+  bool fatal;
+};
+
+std::string describe(const std::vector<Diagnostic>& ds) {
+  std::ostringstream out;
+  for (const Diagnostic& d : ds)
+    out << "  " << d.kind << " rank=" << d.rank << " pos=" << d.position << " op='" << d.op
+        << "' fatal=" << d.fatal << ": " << d.message << "\n";
+  return out.str();
+}
+
+// The diagnostics must be exactly `expected`, in order.
+void check_diagnostics(const std::vector<Diagnostic>& got, const std::vector<Expect>& expected) {
+  INFO("diagnostics:\n" << describe(got));
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("diagnostic " << i);
+    CHECK(got[i].kind == expected[i].kind);
+    CHECK(got[i].rank == expected[i].rank);
+    CHECK(got[i].position == expected[i].position);
+    CHECK(got[i].op == expected[i].op);
+    CHECK(got[i].fatal == expected[i].fatal);
+    CHECK_FALSE(got[i].message.empty());
+  }
+  CHECK(has_fatal(got) ==
+        std::any_of(expected.begin(), expected.end(), [](const Expect& e) { return e.fatal; }));
+}
+
+std::vector<Diagnostic> validate_text(const std::string& text) {
+  return validate(Program::parse(text));
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Two ranks, one stage each, one microbatch, all blocking: the reference clean program.
+const std::string kRank0 = "0F0,0SEND_F0,0RECV_B0,0B0";
+const std::string kRank1 = "1RECV_F0,1F0,1B0,1SEND_B0";
+
+}  // namespace
+
+TEST_CASE("validate: a correct two-rank blocking program has no diagnostics", "[validation]") {
+  const auto ds = validate_text(kRank0 + "\n" + kRank1 + "\n");
+  check_diagnostics(ds, {});
+  CHECK_FALSE(has_fatal(ds));
+}
+
+TEST_CASE("validate: a correct program with async ops and split I/W backward has no diagnostics",
+          "[validation]") {
+  check_diagnostics(validate_text("0F0,0SEND_F0#0,0RECV_B0#1,WAIT(0;1),0I0,0W0\n"
+                                  "1RECV_F0#0,WAIT(0),1F0,1I0,1SEND_B0#1,1W0,WAIT(1)\n"),
+                    {});
+}
+
+TEST_CASE("validate out_of_range: stage >= S or microbatch >= M is fatal at the op",
+          "[validation]") {
+  Program p = Program::parse(kRank0 + "\n" + kRank1 + "\n");
+  SECTION("microbatch beyond M") {
+    p.push(0, Op::compute(OpKind::F, 0, 5));
+    const auto ds = validate(p);
+    check_diagnostics(ds, {{"out_of_range", 0, 4, "0F5", true}});
+    CHECK(contains(ds[0].message, "microbatch in [0, 1)"));
+  }
+  SECTION("stage beyond S") {
+    p.push(1, Op::comm(OpKind::SEND_F, 7, 0));
+    const auto ds = validate(p);
+    check_diagnostics(ds, {{"out_of_range", 1, 4, "7SEND_F0", true}});
+    CHECK(contains(ds[0].message, "stage must be in [0, 2)"));
+  }
+}
+
+TEST_CASE("validate wrong_rank: an op naming a stage placed on another rank is fatal",
+          "[validation]") {
+  // 0RECV_B0 belongs on rank 0 (stage 0 lives there); rank 1 issues it.
+  const auto ds = validate_text(kRank0 + "\n" + kRank1 + ",0RECV_B0\n");
+  check_diagnostics(ds, {{"wrong_rank", 1, 4, "0RECV_B0", true}});
+  CHECK(contains(ds[0].message, "stage 0 lives on rank 0"));
+}
+
+TEST_CASE("validate bad_comm: a comm op across a boundary that does not exist is fatal",
+          "[validation]") {
+  SECTION("RECV_F of the first stage has no previous neighbour") {
+    const auto ds = validate_text("0RECV_F0,0F0,0B0\n");
+    check_diagnostics(ds, {{"bad_comm", 0, 0, "0RECV_F0", true}});
+    CHECK(contains(ds[0].message, "no previous neighbour"));
+  }
+  SECTION("SEND_B of the first stage has no previous neighbour") {
+    check_diagnostics(validate_text("0F0,0B0,0SEND_B0\n"), {{"bad_comm", 0, 2, "0SEND_B0", true}});
+  }
+  SECTION("SEND_F of the last stage has no next neighbour") {
+    Program p = Program::parse("0F0,0B0\n");
+    p.push(0, Op::comm(OpKind::SEND_F, 0, 0));
+    const auto ds = validate(p);
+    check_diagnostics(ds, {{"bad_comm", 0, 2, "0SEND_F0", true}});
+    CHECK(contains(ds[0].message, "no next neighbour"));
+  }
+  SECTION("neighbouring stages on the same rank need no communication") {
+    const auto ds = validate_text("0F0,0SEND_F0,1F0,1B0,0B0\n");
+    check_diagnostics(ds, {{"bad_comm", 0, 1, "0SEND_F0", true}});
+    CHECK(contains(ds[0].message, "same rank 0"));
+  }
+}
+
+TEST_CASE(
+    "validate missing_receive: a compute op whose input comes from another rank needs a "
+    "receive before it",
+    "[validation]") {
+  SECTION("forward without RECV_F") {
+    const auto ds = validate_text(kRank0 + "\n1F0,1B0,1SEND_B0\n");
+    check_diagnostics(
+        ds, {{"missing_receive", 1, 0, "1F0", false}, {"unmatched_send", 0, -1, "", false}});
+    CHECK(contains(ds[0].message, "activation"));
+    CHECK(contains(ds[1].message, "rank 1 never receives it"));
+  }
+  SECTION("backward without RECV_B") {
+    const auto ds = validate_text("0F0,0SEND_F0,0B0\n" + kRank1 + "\n");
+    check_diagnostics(
+        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, -1, "", false}});
+    CHECK(contains(ds[0].message, "gradient"));
+  }
+  SECTION("a receive after the consumer does not count") {
+    const auto ds = validate_text(kRank0 + "\n1F0,1RECV_F0,1B0,1SEND_B0\n");
+    check_diagnostics(ds, {{"missing_receive", 1, 0, "1F0", false}});
+  }
+}
+
+TEST_CASE(
+    "validate read_before_wait: a compute op may not read an async receive's buffer before "
+    "its WAIT",
+    "[validation]") {
+  SECTION("forward reads an unwaited RECV_F") {
+    const auto ds = validate_text(kRank0 + "\n1RECV_F0#0,1F0,WAIT(0),1B0,1SEND_B0\n");
+    check_diagnostics(ds, {{"read_before_wait", 1, 1, "1F0", false}});
+    CHECK(contains(ds[0].message, "request #0"));
+  }
+  SECTION("backward reads an unwaited RECV_B") {
+    const auto ds = validate_text("0F0,0SEND_F0,0RECV_B0#3,0B0,WAIT(3)\n" + kRank1 + "\n");
+    check_diagnostics(ds, {{"read_before_wait", 0, 3, "0B0", false}});
+  }
+}
+
+TEST_CASE(
+    "validate order: dependencies must run first (F(s-1) before F(s), F before B/I, I before W, "
+    "producer before its send)",
+    "[validation]") {
+  SECTION("F(s) before F(s-1) on the same rank") {
+    check_diagnostics(validate_text("1F0,0F0,1B0,0B0\n"), {{"order", 0, 0, "1F0", true}});
+  }
+  SECTION("B before F") {
+    const auto ds = validate_text("0B0,0F0\n");
+    check_diagnostics(ds, {{"order", 0, 0, "0B0", true}});
+    CHECK(contains(ds[0].message, "runs before 0F0"));
+  }
+  SECTION("I before F") {
+    check_diagnostics(validate_text("0I0,0F0,0W0\n"), {{"order", 0, 0, "0I0", true}});
+  }
+  SECTION("B(s) before B(s+1) on the same rank") {
+    check_diagnostics(validate_text("0F0,1F0,0B0,1B0\n"), {{"order", 0, 2, "0B0", true}});
+  }
+  SECTION("W before I") {
+    const auto ds = validate_text("0F0,0W0,0I0\n");
+    check_diagnostics(ds, {{"order", 0, 1, "0W0", true}});
+    CHECK(contains(ds[0].message, "runs before 0I0"));
+  }
+  SECTION("SEND_F before the forward that produces it") {
+    check_diagnostics(validate_text("0SEND_F0,0F0,0RECV_B0,0B0\n" + kRank1 + "\n"),
+                      {{"order", 0, 0, "0SEND_F0", true}});
+  }
+  SECTION("SEND_B before the backward that produces it") {
+    check_diagnostics(validate_text(kRank0 + "\n1RECV_F0,1F0,1SEND_B0,1B0\n"),
+                      {{"order", 1, 2, "1SEND_B0", true}});
+  }
+}
+
+TEST_CASE(
+    "validate buffer_released_before_wait: the backward frees the forward output, so an async "
+    "SEND_F must be waited first",
+    "[validation]") {
+  SECTION("full backward") {
+    const auto ds = validate_text("0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n" + kRank1 + "\n");
+    check_diagnostics(ds, {{"buffer_released_before_wait", 0, 3, "0B0", false}});
+    CHECK(contains(ds[0].message, "Cannot lock pointer to unbound buffer"));
+    CHECK(contains(ds[0].message, "request #0"));
+  }
+  SECTION("input-gradient half I") {
+    check_diagnostics(validate_text("0F0,0SEND_F0#0,0RECV_B0,0I0,WAIT(0),0W0\n" + kRank1 + "\n"),
+                      {{"buffer_released_before_wait", 0, 3, "0I0", false}});
+  }
+  SECTION("waited before the backward is fine") {
+    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0),0RECV_B0,0B0\n" + kRank1 + "\n"), {});
+  }
+}
+
+TEST_CASE("validate duplicate_comm: one tensor is sent (or received) once", "[validation]") {
+  SECTION("send twice") {
+    check_diagnostics(validate_text("0F0,0SEND_F0,0SEND_F0,0RECV_B0,0B0\n" + kRank1 + "\n"),
+                      {{"duplicate_comm", 0, 2, "0SEND_F0", true}});
+  }
+  SECTION("receive twice, the second async") {
+    check_diagnostics(validate_text(kRank0 + "\n1RECV_F0,1RECV_F0#0,WAIT(0),1F0,1B0,1SEND_B0\n"),
+                      {{"duplicate_comm", 1, 1, "1RECV_F0#0", true},
+                       // The duplicate is dropped, so its request id was never posted.
+                       {"unknown_request", 1, 2, "WAIT(0)", true}});
+  }
+}
+
+TEST_CASE("validate duplicate_request: a request id names one async op per rank", "[validation]") {
+  SECTION("id reused while the first is outstanding") {
+    const auto ds = validate_text("0F0,0SEND_F0#1,0RECV_B0#1,WAIT(1),0B0\n" + kRank1 + "\n");
+    check_diagnostics(ds, {{"duplicate_request", 0, 2, "0RECV_B0#1", true}});
+    CHECK(contains(ds[0].message, "#1 is used twice on rank 0"));
+  }
+  SECTION("id reused after it was waited") {
+    check_diagnostics(
+        validate_text("0F0,0SEND_F0#1,WAIT(1),0RECV_B0#1,WAIT(1),0B0\n" + kRank1 + "\n"),
+        {{"duplicate_request", 0, 3, "0RECV_B0#1", true}, {"double_wait", 0, 4, "WAIT(1)", true}});
+  }
+  SECTION("the same id on two ranks is fine") {
+    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0),0RECV_B0,0B0\n"
+                                    "1RECV_F0#0,WAIT(0),1F0,1B0,1SEND_B0\n"),
+                      {});
+  }
+}
+
+TEST_CASE("validate double_wait: a request is waited once", "[validation]") {
+  SECTION("two WAITs") {
+    const auto ds = validate_text("0F0,0SEND_F0#0,WAIT(0),WAIT(0),0RECV_B0,0B0\n" + kRank1 + "\n");
+    check_diagnostics(ds, {{"double_wait", 0, 3, "WAIT(0)", true}});
+    CHECK(contains(ds[0].message, "#0 was already waited"));
+  }
+  SECTION("one WAIT listing the id twice") {
+    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0;0),0RECV_B0,0B0\n" + kRank1 + "\n"),
+                      {{"double_wait", 0, 2, "WAIT(0;0)", true}});
+  }
+}
+
+TEST_CASE("validate unknown_request: a WAIT names only ids already posted on its rank",
+          "[validation]") {
+  SECTION("id never posted") {
+    const auto ds = validate_text("0F0,0SEND_F0,WAIT(5),0RECV_B0,0B0\n" + kRank1 + "\n");
+    check_diagnostics(ds, {{"unknown_request", 0, 2, "WAIT(5)", true}});
+    CHECK(contains(ds[0].message, "#5 was never posted"));
+  }
+  SECTION("WAIT before the post, which then is never waited") {
+    check_diagnostics(validate_text("0F0,WAIT(0),0SEND_F0#0,0RECV_B0,0B0\n" + kRank1 + "\n"),
+                      {{"unknown_request", 0, 1, "WAIT(0)", true},
+                       {"buffer_released_before_wait", 0, 4, "0B0", false},
+                       {"never_waited", 0, 2, "0SEND_F0#0", false}});
+  }
+  SECTION("id posted on another rank") {
+    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0),0RECV_B0,WAIT(9),0B0\n"
+                                    "1RECV_F0#9,WAIT(9),1F0,1B0,1SEND_B0\n"),
+                      {{"unknown_request", 0, 4, "WAIT(9)", true}});
+  }
+}
+
+TEST_CASE(
+    "validate never_waited: every async request is waited before the program ends, reported "
+    "at the op that posted it, by increasing id",
+    "[validation]") {
+  const auto ds = validate_text(
+      "0F0,0SEND_F0#2,WAIT(2),0RECV_B0,0B0\n"
+      "1RECV_F0,1F0,1B0,1SEND_B0#7\n");
+  check_diagnostics(ds, {{"never_waited", 1, 3, "1SEND_B0#7", false}});
+  CHECK(contains(ds[0].message, "request #7 is never waited"));
+
+  // Two outstanding requests: listed by id (#4 posted after #5), not by position. The backward
+  // also reads the unwaited gradient and frees the unwaited activation.
+  check_diagnostics(validate_text("0F0,0SEND_F0#5,0RECV_B0#4,0B0\n" + kRank1 + "\n"),
+                    {{"read_before_wait", 0, 3, "0B0", false},
+                     {"buffer_released_before_wait", 0, 3, "0B0", false},
+                     {"never_waited", 0, 2, "0RECV_B0#4", false},
+                     {"never_waited", 0, 1, "0SEND_F0#5", false}});
+}
+
+TEST_CASE("validate missing_compute: each (stage, microbatch) needs one F and one B or I + W",
+          "[validation]") {
+  SECTION("no backward") {
+    const auto ds = validate_text("0F0\n");
+    check_diagnostics(ds, {{"missing_compute", 0, -1, "", false}});
+    CHECK(contains(ds[0].message, "no backward (0B0 or 0I0 + 0W0)"));
+  }
+  SECTION("no forward (the backward then also runs out of order)") {
+    const auto ds = validate_text("0B0\n");
+    check_diagnostics(ds, {{"order", 0, 0, "0B0", true}, {"missing_compute", 0, -1, "", false}});
+    CHECK(contains(ds[1].message, "no forward 0F0"));
+  }
+  SECTION("I without W") {
+    const auto ds = validate_text("0F0,0I0\n");
+    check_diagnostics(ds, {{"missing_compute", 0, -1, "", false}});
+    CHECK(contains(ds[0].message, "0I0 has no 0W0"));
+  }
+  SECTION("a microbatch below M that never appears on a stage") {
+    // M = 2 because microbatch 1 appears; microbatch 0 has neither forward nor backward.
+    const auto ds = validate_text("0F1,0B1\n");
+    check_diagnostics(
+        ds, {{"missing_compute", 0, -1, "", false}, {"missing_compute", 0, -1, "", false}});
+    CHECK(contains(ds[0].message, "stage 0 microbatch 0: no forward"));
+    CHECK(contains(ds[1].message, "stage 0 microbatch 0: no backward"));
+  }
+}
+
+TEST_CASE("validate duplicate_compute: an F, B, I or W runs at most once per (stage, microbatch)",
+          "[validation]") {
+  SECTION("F twice") {
+    const auto ds = validate_text("0F0,0F0,0B0\n");
+    check_diagnostics(ds, {{"duplicate_compute", 0, -1, "", false}});
+    CHECK(contains(ds[0].message, "0F0 appears 2 times"));
+  }
+  SECTION("B twice") {
+    check_diagnostics(validate_text("0F0,0B0,0B0\n"), {{"duplicate_compute", 0, -1, "", false}});
+  }
+  SECTION("W twice") {
+    check_diagnostics(validate_text("0F0,0I0,0W0,0W0\n"),
+                      {{"duplicate_compute", 0, -1, "", false}});
+  }
+}
+
+TEST_CASE("validate mixed_backward: a (stage, microbatch) uses a full B or a split I + W, not both",
+          "[validation]") {
+  const auto ds = validate_text("0F0,0B0,0I0,0W0\n");
+  check_diagnostics(ds, {{"mixed_backward", 0, -1, "", false}});
+  CHECK(contains(ds[0].message, "stage 0 microbatch 0"));
+}
+
+TEST_CASE(
+    "validate unmatched_send / unmatched_recv: every send of a tensor has a receive and vice "
+    "versa, reported on the rank that has the lone op",
+    "[validation]") {
+  SECTION("activation received but never sent") {
+    const auto ds = validate_text("0F0,0RECV_B0,0B0\n" + kRank1 + "\n");
+    check_diagnostics(ds, {{"unmatched_recv", 1, -1, "", false}});
+    CHECK(contains(ds[0].message, "activation 0->1 of microbatch 0"));
+    CHECK(contains(ds[0].message, "rank 0 never sends it"));
+  }
+  SECTION("gradient received but never sent") {
+    const auto ds = validate_text(kRank0 + "\n1RECV_F0,1F0,1B0\n");
+    check_diagnostics(ds, {{"unmatched_recv", 0, -1, "", false}});
+    CHECK(contains(ds[0].message, "gradient 1->0 of microbatch 0"));
+  }
+  SECTION("gradient sent but never received (no backward reads it either)") {
+    // Rank 0 runs its backward as if it were the last stage: missing receive + unmatched send.
+    const auto ds = validate_text("0F0,0SEND_F0,0B0\n" + kRank1 + "\n");
+    check_diagnostics(
+        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, -1, "", false}});
+    CHECK(contains(ds[1].message, "gradient 1->0 of microbatch 0"));
+  }
+}
+
+TEST_CASE("validate: diagnostics past 1000 are summarised by one too_many_diagnostics entry",
+          "[validation]") {
+  // 1001 microbatches with a forward and no backward: 1001 missing_compute.
+  std::string text;
+  for (int m = 0; m <= 1000; ++m) text += (m ? ",0F" : "0F") + std::to_string(m);
+  const auto ds = validate_text(text + "\n");
+  REQUIRE(ds.size() == 1001);
+  CHECK(ds[999].kind == "missing_compute");
+  CHECK(ds.back().kind == "too_many_diagnostics");
+  CHECK(ds.back().rank == -1);
+  CHECK(ds.back().position == -1);
+  CHECK_FALSE(ds.back().fatal);
+  CHECK(contains(ds.back().message, "1 more diagnostics"));
+}
+
+TEST_CASE("validate: the message of an op diagnostic starts with 'rank R op POS (OP): '",
+          "[validation]") {
+  const auto ds = validate_text(kRank0 + "\n" + kRank1 + ",0RECV_B0\n");
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].message.rfind("rank 1 op 4 (0RECV_B0): ", 0) == 0);
+  const auto totals = validate_text("0F0\n");
+  REQUIRE(totals.size() == 1);
+  CHECK(totals[0].message.rfind("rank 0: ", 0) == 0);
+}
+
+TEST_CASE("validate: every generated + lowered program (all comm styles) has zero diagnostics",
+          "[validation]") {
+  struct Style {
+    CommStyle style;
+    int prefetch;
+  };
+  const std::vector<Style> styles = {{CommStyle::blocking, 1},
+                                     {CommStyle::async_send, 1},
+                                     {CommStyle::batched, 1},
+                                     {CommStyle::async, 0},
+                                     {CommStyle::async, 1},
+                                     {CommStyle::async, 2},
+                                     {CommStyle::async, LoweringOptions::kPrefetchAll}};
+  int programs = 0;
+  for (const Style& s : styles) {
+    auto check = [&](const std::string& kind, int P, int M, int V) {
+      INFO(kind << " P=" << P << " M=" << M << " V=" << V
+                << " style=" << ppsim::schedules::to_string(s.style) << " prefetch=" << s.prefetch);
+      const Program p = ppsim::test::lowered(kind, P, M, V, s.style, s.prefetch);
+      const auto ds = validate(p);
+      INFO(describe(ds));
+      CHECK(ds.empty());
+      // And the same after a trip through the text form.
+      CHECK(validate(Program::parse(p.to_text())).empty());
+      ++programs;
+    };
+    for (const char* kind : {"gpipe", "1f1b"})
+      for (int P = 1; P <= 5; ++P)
+        for (int M = 1; M <= 6; ++M) check(kind, P, M, 1);
+    for (int P = 3; P <= 4; ++P)
+      for (int V = 2; V <= 3; ++V)
+        for (int M : {P, 2 * P}) check("interleaved-1f1b", P, M, V);
+  }
+  CHECK(programs == 7 * (2 * 5 * 6 + 2 * 2 * 2));
+}
+
+TEST_CASE(
+    "validate: deleting any single op of a lowered program produces a diagnostic "
+    "(every op is needed)",
+    "[validation]") {
+  for (CommStyle style :
+       {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
+    const Program full = ppsim::test::lowered("1f1b", 3, 3, 1, style, 1);
+    for (int r = 0; r < full.ranks(); ++r) {
+      for (std::size_t i = 0; i < full.ops(r).size(); ++i) {
+        Program cut = full;
+        cut.ops(r).erase(cut.ops(r).begin() + static_cast<std::ptrdiff_t>(i));
+        INFO("style " << ppsim::schedules::to_string(style) << ", rank " << r << " without op " << i
+                      << " (" << full.op_text(r, full.ops(r)[i]) << ")");
+        CHECK_FALSE(validate(cut).empty());
+      }
+    }
+  }
+}
