@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
+#include <stdexcept>
 
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
@@ -49,9 +51,14 @@ void write_atomically(const std::string& path, const std::function<void(std::ost
 
 // Runs `body`, turning bad input into exit code 2 with a message naming file and key.
 template <typename F>
-int guarded(F&& body) {
+int guarded(const std::string& source, F&& body) {
   try {
     return body();
+  } catch (const std::bad_alloc&) {  // parameters too large for memory: bad input, not a crash
+    return bad_input(
+        fmt::format("{}: out of memory: the schedule is too large to simulate", source));
+  } catch (const std::length_error&) {
+    return bad_input(fmt::format("{}: the schedule is too large to simulate", source));
   } catch (const sim::ConfigError& e) {
     return bad_input(e.what());
   } catch (const sim::SimulationError& e) {
@@ -64,7 +71,7 @@ int guarded(F&& body) {
 }  // namespace
 
 int cmd_run(const std::string& path, bool json, const std::string& trace_file, const CommonOptions& common) {
-  return guarded([&] {
+  return guarded(path, [&] {
     const sim::Config config = sim::load_config(path, common.overrides);
     sim::Trace trace;
     trace.time_unit = config.time_unit;
@@ -88,7 +95,7 @@ int cmd_run(const std::string& path, bool json, const std::string& trace_file, c
 
 int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv, const std::vector<std::string>& kinds,
                 const std::vector<int>& microbatches, const std::vector<int>& chunks, const CommonOptions& common) {
-  return guarded([&] {
+  return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     std::vector<sim::Analysis> runs;
     for (const auto& path : paths) {
       const sim::Config base = sim::load_config(path, common.overrides);
@@ -118,7 +125,7 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
   int code = kOk;
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& path : paths) {
-    const int one = guarded([&] {
+    const int one = guarded(path, [&] {
       const sim::Analysis a = sim::analyze(sim::load_config(path, common.overrides));
       if (json) {
         nlohmann::json j = {{"config", path}, {"name", a.config.name}, {"ok", a.ok()}, {"verdict", viz::verdict(a)}};
@@ -160,7 +167,7 @@ int cmd_list() {
 }
 
 int cmd_export(const std::string& path, const CommonOptions& common) {
-  return guarded([&] {
+  return guarded(path, [&] {
     const sim::BuiltRun run = sim::build(sim::load_config(path, common.overrides));
     std::cout << run.program.to_text();
     return kOk;

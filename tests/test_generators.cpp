@@ -122,3 +122,8 @@ TEST_CASE("Every generated program has each (stage, microbatch) F and B exactly 
     }
   }
 }
+
+TEST_CASE("Sizes too large to simulate are refused without overflowing the size check", "[generators]") {
+  CHECK_THROWS_AS(gen("interleaved-1f1b", 1024, 1 << 29, 1 << 24), schedules::ParameterError);
+  CHECK_THROWS_AS(gen("1f1b", 100000, 100000), schedules::ParameterError);
+}

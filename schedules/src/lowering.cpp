@@ -193,7 +193,7 @@ Program lower(const Program& compute, const LoweringOptions& options) {
   for (int r = 0; r < compute.ranks(); ++r) {
     for (const Op& op : compute.ops(r)) {
       if (!is_compute(op.kind))
-        throw ParameterError("schedule", fmt::format("lowering expects compute ops only, found {} on rank {}",
+        throw ParameterError("kind", fmt::format("lowering expects compute ops only, found {} on rank {}",
                                                      op_text(op), r));
     }
     out.reserve(r, compute.ops(r).size() * 4);

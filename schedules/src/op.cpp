@@ -19,16 +19,6 @@ std::string_view to_string(OpKind kind) {
   return "?";
 }
 
-TensorId tensor_of(const Op& op) {
-  switch (op.kind) {
-    case OpKind::SEND_F: return {false, op.stage, op.microbatch};
-    case OpKind::RECV_F: return {false, op.stage - 1, op.microbatch};
-    case OpKind::SEND_B: return {true, op.stage - 1, op.microbatch};
-    case OpKind::RECV_B: return {true, op.stage, op.microbatch};
-    default: return {false, -1, op.microbatch};
-  }
-}
-
 std::string op_text(const Op& op) {
   if (op.kind == OpKind::WAIT) return "WAIT";
   if (op.async) return fmt::format("{}{}{}#{}", op.stage, to_string(op.kind), op.microbatch, op.request);

@@ -37,23 +37,6 @@ void Program::push_wait(int rank, std::span<const std::int32_t> ids) {
   push(rank, op);
 }
 
-std::span<const std::int32_t> Program::wait_ids(int rank, const Op& op) const {
-  const auto& pool = wait_pool_[static_cast<std::size_t>(rank)];
-  return {pool.data() + op.request, op.wait_count};
-}
-
-int Program::peer_of(const Op& op) const {
-  int stage = -1;
-  switch (op.kind) {
-    case OpKind::SEND_F:
-    case OpKind::RECV_B: stage = op.stage + 1; break;
-    case OpKind::RECV_F:
-    case OpKind::SEND_B: stage = op.stage - 1; break;
-    default: return -1;
-  }
-  return stage >= 0 && stage < stages() ? rank_of(stage) : -1;
-}
-
 std::string Program::op_text(int rank, const Op& op) const {
   if (op.kind != OpKind::WAIT) return schedules::op_text(op);
   return fmt::format("WAIT({})", fmt::join(wait_ids(rank, op), ";"));

@@ -64,8 +64,8 @@ void check_common_params(const ScheduleParams& p) {
     throw ParameterError("microbatch_group_size",
                          fmt::format("microbatch_group_size must be >= 1, got {}", p.microbatch_group_size));
   // Stage and microbatch indices are 32-bit and the op lists must fit in memory.
-  const long long compute_ops = 2LL * p.ranks * p.chunks * p.microbatches;
-  if (compute_ops > 400'000'000LL)
+  const double compute_ops = 2.0 * p.ranks * p.chunks * p.microbatches;  // double: cannot overflow
+  if (compute_ops > 4e8)
     throw ParameterError("microbatches", fmt::format("{} ranks x {} chunks x {} microbatches is too large to simulate",
                                                      p.ranks, p.chunks, p.microbatches));
 }

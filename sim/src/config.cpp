@@ -20,26 +20,66 @@ ConfigError::ConfigError(const std::string& source, const std::string& key, cons
       source_(source),
       key_(key) {}
 
+namespace {
+
+// The 1-based byte where parsing `text` fails, for errors that do not carry it (a number too large
+// for a double is an out_of_range error without position): the start of the offending token.
+std::size_t failure_byte(const std::string& text) {
+  struct Locator : json::json_sax_t {
+    std::size_t byte = 0;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(json::number_integer_t) override { return true; }
+    bool number_unsigned(json::number_unsigned_t) override { return true; }
+    bool number_float(json::number_float_t, const json::string_t&) override { return true; }
+    bool string(json::string_t&) override { return true; }
+    bool binary(json::binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(json::string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t position, const std::string& token,
+                     const json::exception&) override {
+      byte = position > token.size() ? position - token.size() + 1 : position;
+      return false;
+    }
+  } locator;
+  json::sax_parse(text, &locator);
+  return locator.byte;
+}
+
+}  // namespace
+
 json parse_json_text(const std::string& text, const std::string& source) {
+  std::size_t byte = 0;
+  std::string what;
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
-    // Locate the byte nlohmann stopped at as line:column.
-    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    int line = 1, col = 1;
-    for (std::size_t i = 0; i < at; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-    if (auto p = what.find(": "); p != std::string::npos) what = what.substr(p + 2);
-    throw ConfigError(fmt::format("{}:{}:{}", source, line, col), "", fmt::format("malformed JSON: {}", what));
+    byte = e.byte;
+    what = e.what();
+  } catch (const json::out_of_range& e) {
+    byte = failure_byte(text);
+    what = e.what();
   }
+  // Locate the byte nlohmann stopped at as line:column.
+  const std::size_t at = std::min<std::size_t>(byte == 0 ? 0 : byte - 1, text.size());
+  int line = 1, col = 1;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  if (auto p = what.find("] "); what.starts_with("[json.exception.") && p != std::string::npos)
+    what = what.substr(p + 2);
+  if (auto p = what.find(": "); what.starts_with("parse error") && p != std::string::npos)
+    what = what.substr(p + 2);
+  throw ConfigError(fmt::format("{}:{}:{}", source, line, col), "",
+                    fmt::format("malformed JSON: {}", what));
 }
 
 void apply_override(json& config, const std::string& assignment) {
@@ -51,7 +91,7 @@ void apply_override(json& config, const std::string& assignment) {
   json value;
   try {
     value = json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {  // not JSON (or a number out of range): take it as text
     value = text;
   }
   json* node = &config;
@@ -60,7 +100,9 @@ void apply_override(json& config, const std::string& assignment) {
     const auto dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (part.empty()) throw ConfigError(source, path, "empty key component");
-    if (!node->is_object()) throw ConfigError(source, path, "cannot set a key inside a non-object value");
+    // null: a section the config does not have yet, e.g. --set comm.style=blocking without "comm".
+    if (!node->is_object() && !node->is_null())
+      throw ConfigError(source, path, "cannot set a key inside a non-object value");
     node = &(*node)[part];
     if (dot == std::string::npos) break;
     start = dot + 1;
@@ -300,9 +342,14 @@ namespace {
 StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
   auto pick = [](const std::optional<double>& a, const std::optional<double>& b) { return a ? a : b; };
   const auto f = pick(s.forward, c.costs.forward);
-  const auto b = pick(s.backward, c.costs.backward);
-  const auto bi = pick(s.backward_input, c.costs.backward_input);
-  const auto bw = pick(s.backward_weight, c.costs.backward_weight);
+  // A stage that splits B does not inherit a full B from above, and a stage that gives a full B
+  // does not inherit the split: otherwise the check below would blame a key the user never wrote.
+  const bool own_split = s.backward_input || s.backward_weight;
+  const std::optional<double> none;
+  const auto b = own_split && !s.backward ? none : pick(s.backward, c.costs.backward);
+  const auto bi = s.backward && !own_split ? none : pick(s.backward_input, c.costs.backward_input);
+  const auto bw =
+      s.backward && !own_split ? none : pick(s.backward_weight, c.costs.backward_weight);
   StageCost out;
   out.forward = f.value_or(1.0);
   if (bi.has_value() != bw.has_value())

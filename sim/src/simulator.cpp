@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <limits>
 #include <unordered_map>
+
+#include <sys/mman.h>
 
 #include "deadlock.hpp"
 
@@ -22,36 +25,103 @@ using schedules::Program;
 
 constexpr std::int32_t kNoEndpoint = -1;
 
-// One per comm op of the program, created when the op is issued (ids are assigned up front:
-// rank r's k-th comm op is endpoint base[r] + k).
+// Sizes `v` to n copies of `value`, asking the kernel for transparent huge pages before the memory
+// is first touched: with hundreds of ranks the engine walks as many streams through these arrays,
+// and 4 KiB pages make that TLB-bound (40% slower at P=256).
+template <typename T>
+void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
+  v.clear();
+  v.shrink_to_fit();
+  v.reserve(n);
+#ifdef MADV_HUGEPAGE
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(v.data());
+  std::uintptr_t end = begin + n * sizeof(T);
+  begin = (begin + kHuge - 1) & ~(kHuge - 1);
+  end &= ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
+#endif
+  v.assign(n, value);
+}
+
+// One per comm op, filled when the op is posted. Ids are assigned up front (rank r's k-th comm op
+// is endpoint base[r] + k) so the array is allocated once. 32 bytes: tens of millions of these.
 struct Endpoint {
-  double done_time = 0;
-  double xfer_start = 0, xfer_end = 0;  // send side only
+  double xfer_end = 0;  // send side: when its transfer ends (it started xfer_time_ earlier)
   std::int32_t rank = 0;
   std::int32_t pos = 0;
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
   std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, complete : 1 = 0, waited : 1 = 0,
       buffer_live : 1 = 0, eager : 1 = 0, arrived : 1 = 0;
+  std::uint8_t frees_when_sent : 1 = 0;  // a gradient, or an output under deallocate_outputs
 };
 
 struct Link {
   double free_at = 0;
-  std::int32_t src = 0, dst = 0;
   std::deque<std::int32_t> sends, recvs;  // fifo matching: posted, not yet matched
 };
 
-struct Event {
-  double time;
-  std::uint64_t seq;
-  std::int32_t id;  // >= 0: endpoint whose transfer ends; < 0: rank -(id+1) resumes
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+// Min-heap of events with four children per node: shallower than a binary heap, and a node's
+// children share a cache line. An event is one 128-bit integer: the bits of its (non-negative)
+// time, which order like the value, then a sequence number so equal times pop in push order, then
+// a code: an endpoint id whose transfer ends, or a rank | kRankBit that resumes.
+constexpr std::uint32_t kRankBit = 0x80000000u;
+
+class EventQueue {
+ public:
+  using Event = unsigned __int128;
+  bool empty() const { return h_.empty(); }
+  double top_time() const { return time_of(h_.front()); }
+  static double time_of(Event e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e >> 64)); }
+  static std::uint32_t code_of(Event e) { return static_cast<std::uint32_t>(e); }
+
+  void push(double time, std::uint32_t code) {
+    if (seq_ == 0xffffffffu) throw SimulationError("more than 4 billion events in one run");
+    const Event e = (static_cast<Event>(std::bit_cast<std::uint64_t>(time + 0.0)) << 64) |
+                    (static_cast<Event>(seq_++) << 32) | code;
+    std::size_t i = h_.size();
+    h_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 4;
+      if (e >= h_[parent]) break;
+      h_[i] = h_[parent];
+      i = parent;
+    }
+    h_[i] = e;
+  }
+  Event pop() {
+    const Event top = h_.front();
+    const Event last = h_.back();
+    h_.pop_back();
+    const std::size_t n = h_.size();
+    std::size_t i = 0;
+    while (true) {
+      const std::size_t first = 4 * i + 1;
+      if (first >= n) break;
+      std::size_t best = first;
+      const std::size_t end = std::min(first + 4, n);
+      for (std::size_t c = first + 1; c < end; ++c)
+        if (h_[c] < h_[best]) best = c;
+      if (h_[best] >= last) break;
+      h_[i] = h_[best];
+      i = best;
+    }
+    if (n > 0) h_[i] = last;
+    return top;
+  }
+
+ private:
+  std::vector<Event> h_;
+  std::uint32_t seq_ = 0;
 };
 
-// `waking`: unblocked, its resume event is queued (so later completions do not wake it twice).
+// `waking`: unblocked, about to resume (so later completions do not wake it twice).
 enum class Block : std::uint8_t { none, endpoint, wait, waking, done };
 
 struct RankState {
+  const Op* ops = nullptr;  // this rank's ops in the engine's contiguous copy
+  std::size_t n_ops = 0;
   std::size_t pc = 0;
   std::int32_t next_ep = 0;
   std::int32_t ep_base = 0;
@@ -65,6 +135,11 @@ struct RankState {
   std::int64_t sent = 0, recv = 0;
   int inflight = 0, peak_inflight = 0;
   std::int64_t unwaited = 0;
+  // request id -> endpoint: a vector for the dense ids lowering makes, a map for the others
+  std::vector<std::int32_t> request_ep;
+  std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
+  std::int32_t dense_limit = 0;
+  std::vector<std::pair<int, int>> links;  // (peer, link id), negative peer = incoming
 };
 
 class Engine {
@@ -74,16 +149,16 @@ class Engine {
 
   SimResult run() {
     setup();
-    for (int r = 0; r < R_; ++r) push(0.0, -(r + 1));
-    while (!heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-      const Event e = heap_.back();
-      heap_.pop_back();
-      last_time_ = std::max(last_time_, e.time);
-      if (e.id < 0)
-        resume(-(e.id + 1), e.time);
+    for (int r = 0; r < R_; ++r) queue_.push(0.0, static_cast<std::uint32_t>(r) | kRankBit);
+    while (!queue_.empty()) {
+      const auto e = queue_.pop();
+      const double time = EventQueue::time_of(e);
+      const std::uint32_t code = EventQueue::code_of(e);
+      last_time_ = std::max(last_time_, time);
+      if (code & kRankBit)
+        resume(static_cast<int>(code & ~kRankBit), time);
       else
-        transfer_done(e.id, e.time);
+        transfer_done(static_cast<std::int32_t>(code), time);
     }
     return finish();
   }
@@ -108,122 +183,111 @@ class Engine {
     }
     if (o_.network.latency < 0 || o_.network.bandwidth < 0)
       throw SimulationError("latency and bandwidth must be >= 0");
+    if (static_cast<std::uint32_t>(R_) >= kRankBit) throw SimulationError("too many ranks");
     cell_count_ = static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_);
-    slot_.assign(2 * cell_count_, kNoEndpoint);
-    recv_ep_.assign(2 * cell_count_, kNoEndpoint);
-    send_f_ep_.assign(cell_count_, kNoEndpoint);
-    inflight_.assign(static_cast<std::size_t>(R_) * static_cast<std::size_t>(M_), 0);
+    assign_huge(slot_, 2 * cell_count_, kNoEndpoint);
+    assign_huge(recv_ep_, 2 * cell_count_, kNoEndpoint);
+    assign_huge(send_f_ep_, cell_count_, kNoEndpoint);
+    assign_huge(inflight_, static_cast<std::size_t>(R_) * static_cast<std::size_t>(M_), std::uint16_t{0});
     ranks_.resize(static_cast<std::size_t>(R_));
-    wait_eps_.resize(static_cast<std::size_t>(R_));
     xfer_time_ = o_.network.latency +
                  (o_.network.bandwidth > 0 ? static_cast<double>(o_.network.boundary_bytes) / o_.network.bandwidth : 0);
     eager_ = o_.network.eager_limit > 0 && o_.network.boundary_bytes <= o_.network.eager_limit;
 
-    std::size_t n_eps = 0;
-    for (int r = 0; r < R_; ++r) {
-      ranks_[static_cast<std::size_t>(r)].ep_base = static_cast<std::int32_t>(n_eps);
-      for (const Op& op : p_.ops(r)) n_eps += schedules::is_comm(op.kind) ? 1 : 0;
-    }
-    if (n_eps > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max() - 1))
-      throw SimulationError("too many communication ops");
-    eps_.resize(n_eps);
-
+    // All ranks' ops in one huge-page array: the engine hops between ranks at every event, and
+    // per-rank vectors on 4 KiB pages cost a TLB miss per hop at P=256.
+    assign_huge(ops_, p_.total_ops(), Op{});
+    std::size_t n_eps = 0, n_ops = 0;
     for (int r = 0; r < R_; ++r) {
       RankState& rs = ranks_[static_cast<std::size_t>(r)];
+      rs.ep_base = static_cast<std::int32_t>(n_eps);
       const auto& ops = p_.ops(r);
-      std::int32_t ep = rs.ep_base;
-      // Request id -> endpoint; lowered programs use dense ids so a vector usually does.
-      std::int32_t max_id = -1;
-      for (const Op& op : ops)
-        if (schedules::is_comm(op.kind) && op.async) max_id = std::max(max_id, op.request);
-      const bool dense = max_id < static_cast<std::int32_t>(4 * ops.size() + 64);
-      std::vector<std::int32_t> by_id(dense ? static_cast<std::size_t>(max_id + 1) : 0, kNoEndpoint);
-      std::unordered_map<std::int32_t, std::int32_t> by_id_sparse;
-      auto& weps = wait_eps_[static_cast<std::size_t>(r)];
-      std::vector<std::pair<int, int>> peers;  // (peer, link) cache for this rank's outgoing and incoming links
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        const Op& op = ops[i];
-        if (op.kind == OpKind::WAIT) {
-          const auto ids = p_.wait_ids(r, op);
-          if (weps.size() < static_cast<std::size_t>(op.request) + ids.size())
-            weps.resize(static_cast<std::size_t>(op.request) + ids.size(), kNoEndpoint);
-          for (std::size_t k = 0; k < ids.size(); ++k) {
-            std::int32_t target = kNoEndpoint;
-            if (dense) {
-              if (ids[k] >= 0 && ids[k] <= max_id) target = by_id[static_cast<std::size_t>(ids[k])];
-            } else if (auto it = by_id_sparse.find(ids[k]); it != by_id_sparse.end()) {
-              target = it->second;
-            }
-            if (target == kNoEndpoint)
-              throw SimulationError(fmt::format("rank {} op {}: WAIT on unknown request #{}", r, i, ids[k]));
-            weps[static_cast<std::size_t>(op.request) + k] = target;
-          }
-          continue;
-        }
-        if ((op.kind == OpKind::I || op.kind == OpKind::W) && op.stage >= 0 && op.stage < S_ &&
-            !o_.costs.stages[static_cast<std::size_t>(op.stage)].split)
-          throw SimulationError(fmt::format("rank {} op {}: {} needs backward_input and backward_weight costs "
-                                            "for stage {}, only backward was given", r, i, p_.op_text(r, op), op.stage));
-        if (!schedules::is_comm(op.kind)) continue;
-        Endpoint& e = eps_[static_cast<std::size_t>(ep)];
-        e.rank = r;
-        e.pos = static_cast<std::int32_t>(i);
-        e.send = schedules::is_send(op.kind);
-        e.async = op.async;
-        const int peer = p_.peer_of(op);
-        if (peer < 0 || peer == r)
-          throw SimulationError(fmt::format("rank {} op {}: {} has no peer on another rank", r, i, p_.op_text(r, op)));
-        int link = -1;
-        for (const auto& [pr, l] : peers)
-          if (pr == (e.send ? peer : -peer - 1)) link = l;
-        if (link < 0) {
-          const int src = e.send ? r : peer, dst = e.send ? peer : r;
-          const long long key = static_cast<long long>(src) * R_ + dst;
-          auto [it, inserted] = link_ids_.emplace(key, static_cast<int>(links_.size()));
-          if (inserted) links_.push_back(Link{0, src, dst, {}, {}});
-          link = it->second;
-          peers.emplace_back(e.send ? peer : -peer - 1, link);
-        }
-        e.link = link;
-        if (op.async) {
-          if (dense)
-            by_id[static_cast<std::size_t>(op.request)] = ep;
-          else
-            by_id_sparse[op.request] = ep;
-        }
-        const std::size_t t = tensor_index(op);
-        if (e.send) {
-          if (op.kind == OpKind::SEND_F) send_f_ep_[t] = ep;
-        } else {
-          recv_ep_[t] = ep;
-        }
-        ++ep;
+      rs.ops = ops_.data() + n_ops;
+      rs.n_ops = ops.size();
+      for (const Op& op : ops) {
+        n_eps += schedules::is_comm(op.kind);
+        ops_[n_ops++] = op;
+      }
+      if (n_eps >= static_cast<std::size_t>(kRankBit)) throw SimulationError("too many communication ops");
+      rs.dense_limit = static_cast<std::int32_t>(std::min<std::size_t>(4 * ops.size() + 64, kRankBit - 1));
+    }
+    assign_huge(eps_, n_eps, Endpoint{});
+  }
+
+  // An endpoint's fields, filled when its op is posted.
+  void init_endpoint(std::int32_t id, int r, int pos, const Op& op) {
+    Endpoint& e = eps_[static_cast<std::size_t>(id)];
+    RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    e.rank = r;
+    e.pos = pos;
+    e.send = schedules::is_send(op.kind);
+    e.async = op.async;
+    e.frees_when_sent = e.send && (op.kind == OpKind::SEND_B || o_.memory.deallocate_outputs);
+    const int peer = p_.peer_of(op);
+    if (peer < 0 || peer == r)
+      throw SimulationError(fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
+    const int key = e.send ? peer : -peer - 1;
+    e.link = -1;
+    for (const auto& [k, l] : rs.links)
+      if (k == key) e.link = l;
+    if (e.link < 0) {
+      const long long pair = e.send ? static_cast<long long>(r) * R_ + peer : static_cast<long long>(peer) * R_ + r;
+      auto [it, inserted] = link_ids_.emplace(pair, static_cast<int>(links_.size()));
+      if (inserted) links_.emplace_back();
+      e.link = it->second;
+      rs.links.emplace_back(key, e.link);
+    }
+    if (op.async) {
+      if (op.request < rs.dense_limit) {
+        if (static_cast<std::size_t>(op.request) >= rs.request_ep.size())
+          rs.request_ep.resize(std::max<std::size_t>(static_cast<std::size_t>(op.request) + 1, 2 * rs.request_ep.size()),
+                               kNoEndpoint);
+        rs.request_ep[static_cast<std::size_t>(op.request)] = id;
+      } else {
+        rs.sparse_request_ep[op.request] = id;
       }
     }
-    link_ids_.clear();
+    const std::size_t t = tensor_index(op);
+    if (!e.send)
+      recv_ep_[t] = id;
+    else if (op.kind == OpKind::SEND_F)
+      send_f_ep_[t] = id;
+  }
+
+  std::int32_t request_endpoint(int r, std::int32_t request) const {
+    const RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    if (request >= 0 && request < rs.dense_limit) {
+      if (static_cast<std::size_t>(request) < rs.request_ep.size()) {
+        const std::int32_t ep = rs.request_ep[static_cast<std::size_t>(request)];
+        if (ep != kNoEndpoint) return ep;
+      }
+    } else if (auto it = rs.sparse_request_ep.find(request); it != rs.sparse_request_ep.end()) {
+      return it->second;
+    }
+    throw SimulationError(fmt::format("rank {}: WAIT on request #{} that was never posted", r, request));
   }
 
   // ---- events ------------------------------------------------------------------------------
-  void push(double time, std::int32_t id) {
-    heap_.push_back({time, seq_++, id});
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-  }
-  void wake(int rank, double time) { push(time, -(rank + 1)); }
+  void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank) | kRankBit); }
 
-  double duration(const Op& op) const {
+  double duration(int r, const Op& op) const {
     const StageCost& c = o_.costs.stages[static_cast<std::size_t>(op.stage)];
     switch (op.kind) {
       case OpKind::F: return c.forward;
       case OpKind::B: return c.backward;
-      case OpKind::I: return c.backward_input;
-      case OpKind::W: return c.backward_weight;
+      case OpKind::I:
+      case OpKind::W:
+        if (!c.split)
+          throw SimulationError(fmt::format("rank {}: {} needs backward_input and backward_weight costs for stage {}, "
+                                            "only backward was given", r, schedules::op_text(op), op.stage));
+        return op.kind == OpKind::I ? c.backward_input : c.backward_weight;
       default: return 0;
     }
   }
 
   void error(std::string kind, int rank, int pos, std::string message) {
     if (errors_.size() >= 1000) return;
-    std::string text = pos >= 0 ? p_.op_text(rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
+    std::string text = pos >= 0 ? p_.op_text(rank, op_at(rank, static_cast<std::size_t>(pos))) : "";
     errors_.push_back({std::move(kind), rank, pos, text,
                        fmt::format("rank {} op {} ({}) at t={}: {}", rank, pos, text, last_time_, message), false});
   }
@@ -270,14 +334,14 @@ class Engine {
               error("buffer_released_before_wait", r, pos,
                     fmt::format("frees the output sent by {} before that request is waited "
                                 "(Gloo: \"Cannot lock pointer to unbound buffer\")",
-                                p_.op_text(e.rank, p_.ops(e.rank)[static_cast<std::size_t>(e.pos)])));
+                                p_.op_text(e.rank, op_at(e.rank, static_cast<std::size_t>(e.pos)))));
           }
         }
         break;
       }
       default: break;
     }
-    if (obs_) obs_->on_compute(r, pos, t, t + duration(op));
+    if (obs_) obs_->on_compute(r, pos, t, t + duration(r, op));
   }
   void check_read(std::int32_t ep, int r, int pos, const char* what) {
     if (ep == kNoEndpoint) return;
@@ -285,7 +349,7 @@ class Engine {
     if (e.async && e.rank == r && !e.waited)
       error("read_before_wait", r, pos,
             fmt::format("reads {} before its receive {} is waited", what,
-                        p_.op_text(r, p_.ops(r)[static_cast<std::size_t>(e.pos)])));
+                        p_.op_text(r, op_at(r, static_cast<std::size_t>(e.pos)))));
   }
 
   void end_compute(int r, RankState& rs, const Op& op, double t) {
@@ -322,9 +386,11 @@ class Engine {
     if (e.rank == r && e.complete) release_buffer(e, t);
   }
 
+  const Op& op_at(int rank, std::size_t pos) const { return ranks_[static_cast<std::size_t>(rank)].ops[pos]; }
+
   void resume(int r, double t) {
     RankState& rs = ranks_[static_cast<std::size_t>(r)];
-    const auto& ops = p_.ops(r);
+    const Op* ops = rs.ops;
     if (rs.pending_end >= 0) {
       end_compute(r, rs, ops[static_cast<std::size_t>(rs.pending_end)], t);
       rs.pending_end = -1;
@@ -337,18 +403,18 @@ class Engine {
       if (ops[pos].kind == OpKind::WAIT) mark_waited(r, ops[pos]);
       ++rs.pc;
     }
-    if (rs.start < 0 && !ops.empty()) rs.start = t;
-    while (rs.pc < ops.size()) {
+    if (rs.start < 0 && rs.n_ops > 0) rs.start = t;
+    while (rs.pc < rs.n_ops) {
       const Op& op = ops[rs.pc];
       const int pos = static_cast<int>(rs.pc);
       if (schedules::is_compute(op.kind)) {
-        const double d = duration(op);
+        const double d = duration(r, op);
         start_compute(r, rs, op, pos, t);
         rs.busy += d;
         ++rs.pc;
         const double end = t + d;
         // No other event can happen before `end`: keep going without the heap.
-        if (heap_.empty() || end < heap_.front().time) {
+        if (queue_.empty() || end < queue_.top_time()) {
           end_compute(r, rs, op, end);
           t = end;
           continue;
@@ -369,7 +435,8 @@ class Engine {
         return;
       }
       const std::int32_t id = rs.ep_base + rs.next_ep++;
-      post(id, t);
+      init_endpoint(id, r, pos, op);
+      post(id, op, t);
       Endpoint& e = eps_[static_cast<std::size_t>(id)];
       if (e.async) {
         ++rs.unwaited;
@@ -394,15 +461,13 @@ class Engine {
   }
 
   bool wait_ready(int r, const Op& op) const {
-    const auto& weps = wait_eps_[static_cast<std::size_t>(r)];
-    for (std::size_t k = 0; k < op.wait_count; ++k)
-      if (!eps_[static_cast<std::size_t>(weps[static_cast<std::size_t>(op.request) + k])].complete) return false;
+    for (std::int32_t request : p_.wait_ids(r, op))
+      if (!eps_[static_cast<std::size_t>(request_endpoint(r, request))].complete) return false;
     return true;
   }
   void mark_waited(int r, const Op& op) {
-    const auto& weps = wait_eps_[static_cast<std::size_t>(r)];
-    for (std::size_t k = 0; k < op.wait_count; ++k) {
-      Endpoint& e = eps_[static_cast<std::size_t>(weps[static_cast<std::size_t>(op.request) + k])];
+    for (std::int32_t request : p_.wait_ids(r, op)) {
+      Endpoint& e = eps_[static_cast<std::size_t>(request_endpoint(r, request))];
       if (!e.waited) --ranks_[static_cast<std::size_t>(r)].unwaited;
       e.waited = 1;
     }
@@ -418,9 +483,8 @@ class Engine {
   }
 
   // ---- communication -------------------------------------------------------------------------
-  void post(std::int32_t id, double t) {
+  void post(std::int32_t id, const Op& op, double t) {
     Endpoint& e = eps_[static_cast<std::size_t>(id)];
-    const Op& op = p_.ops(e.rank)[static_cast<std::size_t>(e.pos)];
     e.posted = 1;
     if (o_.network.boundary_bytes > 0) {
       e.buffer_live = 1;
@@ -429,7 +493,7 @@ class Engine {
     if (e.send && eager_) {
       e.eager = 1;
       start_transfer(id, t);
-      complete(id, t);
+      complete(id, t);  // the poster is running, nothing to wake
     }
     std::int32_t other = kNoEndpoint;
     if (o_.network.matching == Matching::tag) {
@@ -464,8 +528,8 @@ class Engine {
     s.partner = recv_id;
     r.partner = send_id;
     if (o_.network.matching == Matching::fifo) {
-      const Op& so = p_.ops(s.rank)[static_cast<std::size_t>(s.pos)];
-      const Op& ro = p_.ops(r.rank)[static_cast<std::size_t>(r.pos)];
+      const Op& so = op_at(s.rank, static_cast<std::size_t>(s.pos));
+      const Op& ro = op_at(r.rank, static_cast<std::size_t>(r.pos));
       if (!(schedules::tensor_of(so) == schedules::tensor_of(ro)))
         error("message_order_mismatch", r.rank, r.pos,
               fmt::format("receives the message of {} on rank {}: under fifo matching (NCCL) the wrong "
@@ -473,7 +537,7 @@ class Engine {
     }
     if (!s.eager) {
       start_transfer(send_id, t);
-    } else if (s.arrived) {
+    } else if (s.arrived) {  // the receiver is the poster: nothing to wake
       deliver(send_id);
       complete(recv_id, t);
     }
@@ -482,20 +546,26 @@ class Engine {
   void start_transfer(std::int32_t send_id, double t) {
     Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
     Link& l = links_[static_cast<std::size_t>(s.link)];
-    s.xfer_start = std::max(t, l.free_at);
-    s.xfer_end = s.xfer_start + xfer_time_;
+    s.xfer_end = std::max(t, l.free_at) + xfer_time_;
     l.free_at = s.xfer_end;
-    push(s.xfer_end, send_id);
+    queue_.push(s.xfer_end, static_cast<std::uint32_t>(send_id));
   }
 
   void transfer_done(std::int32_t send_id, double t) {
     Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
     s.arrived = 1;
-    if (!s.eager) complete(send_id, t);
+    const int woken_sender = s.eager ? -1 : complete(send_id, t);
+    int woken_receiver = -1;
     if (s.partner != kNoEndpoint) {
       deliver(send_id);
-      complete(s.partner, t);
+      woken_receiver = complete(s.partner, t);
     }
+    // Nothing is queued before t, so one woken rank can go on at once; a second one queues.
+    if (woken_sender >= 0 && woken_receiver >= 0) wake(woken_sender, t);
+    if (woken_receiver >= 0)
+      resume(woken_receiver, t);
+    else if (woken_sender >= 0)
+      resume(woken_sender, t);
   }
 
   // Bytes and the trace record are counted once per transfer, when both ends are known.
@@ -506,22 +576,21 @@ class Engine {
     ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
     ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
     comm_bytes_ += bytes;
-    if (obs_) obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.xfer_start, s.xfer_end, bytes});
+    if (obs_) obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.xfer_end - xfer_time_, s.xfer_end, bytes});
   }
 
-  void complete(std::int32_t id, double t) {
+  // Marks the endpoint done; returns its rank if that rank was blocked on it and may now go on.
+  int complete(std::int32_t id, double t) {
     Endpoint& e = eps_[static_cast<std::size_t>(id)];
     e.complete = 1;
-    e.done_time = t;
-    const Op& op = p_.ops(e.rank)[static_cast<std::size_t>(e.pos)];
-    // A gradient's buffer, or a forward output under deallocate_outputs, is free once sent.
-    if (e.send && (op.kind == OpKind::SEND_B || o_.memory.deallocate_outputs)) release_buffer(e, t);
+    if (e.frees_when_sent) release_buffer(e, t);
     RankState& rs = ranks_[static_cast<std::size_t>(e.rank)];
     if ((rs.block == Block::endpoint && rs.blocked_ep == id) ||
-        (rs.block == Block::wait && wait_ready(e.rank, p_.ops(e.rank)[rs.pc]))) {
+        (rs.block == Block::wait && wait_ready(e.rank, op_at(e.rank, rs.pc)))) {
       rs.block = Block::waking;
-      wake(e.rank, t);
+      return e.rank;
     }
+    return -1;
   }
 
   // ---- the end -----------------------------------------------------------------------------
@@ -583,17 +652,16 @@ class Engine {
       const RankState& rs = ranks_[static_cast<std::size_t>(r)];
       finished[static_cast<std::size_t>(r)] = rs.block == Block::done;
       if (rs.block != Block::endpoint && rs.block != Block::wait) continue;
-      const Op& op = p_.ops(r)[rs.pc];
+      const Op& op = op_at(r, rs.pc);
       const std::string text = p_.op_text(r, op);
       if (rs.block == Block::endpoint) {
         edges.push_back({r, static_cast<int>(rs.pc), text, p_.peer_of(op), ""});
         continue;
       }
-      const auto& weps = wait_eps_[static_cast<std::size_t>(r)];
-      for (std::size_t k = 0; k < op.wait_count; ++k) {
-        const Endpoint& e = eps_[static_cast<std::size_t>(weps[static_cast<std::size_t>(op.request) + k])];
+      for (std::int32_t request : p_.wait_ids(r, op)) {
+        const Endpoint& e = eps_[static_cast<std::size_t>(request_endpoint(r, request))];
         if (e.complete) continue;
-        const Op& pending = p_.ops(r)[static_cast<std::size_t>(e.pos)];
+        const Op& pending = op_at(r, static_cast<std::size_t>(e.pos));
         edges.push_back({r, static_cast<int>(rs.pc), text, p_.peer_of(pending), p_.op_text(r, pending)});
       }
     }
@@ -606,7 +674,7 @@ class Engine {
       // Blocked ranks are already described by the deadlock report.
       const RankState& rs = ranks_[static_cast<std::size_t>(e.rank)];
       if (rs.block == Block::endpoint && eps_[static_cast<std::size_t>(rs.blocked_ep)].pos == e.pos) continue;
-      const Op& op = p_.ops(e.rank)[static_cast<std::size_t>(e.pos)];
+      const Op& op = op_at(e.rank, static_cast<std::size_t>(e.pos));
       error(e.send ? "unmatched_send" : "unmatched_recv", e.rank, e.pos,
             fmt::format("posted but rank {} never {} it", p_.peer_of(op), e.send ? "receives" : "sends"));
     }
@@ -620,12 +688,11 @@ class Engine {
   double xfer_time_ = 0;
   bool eager_ = false;
   double last_time_ = 0;
-  std::uint64_t seq_ = 0;
   std::int64_t comm_bytes_ = 0;
-  std::vector<Event> heap_;
+  EventQueue queue_;
   std::vector<RankState> ranks_;
+  std::vector<Op> ops_;  // all ranks' ops, contiguous
   std::vector<Endpoint> eps_;
-  std::vector<std::vector<std::int32_t>> wait_eps_;  // per rank, parallel to the program's WAIT id pool
   std::vector<Link> links_;
   std::unordered_map<long long, int> link_ids_;
   std::vector<std::int32_t> slot_;       // tag matching: endpoint posted first for each tensor

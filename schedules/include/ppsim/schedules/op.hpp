@@ -43,7 +43,15 @@ struct TensorId {
   std::int32_t microbatch = 0;
   friend bool operator==(const TensorId&, const TensorId&) = default;
 };
-TensorId tensor_of(const Op& comm_op);
+inline TensorId tensor_of(const Op& op) {
+  switch (op.kind) {
+    case OpKind::SEND_F: return {false, op.stage, op.microbatch};
+    case OpKind::RECV_F: return {false, op.stage - 1, op.microbatch};
+    case OpKind::SEND_B: return {true, op.stage - 1, op.microbatch};
+    case OpKind::RECV_B: return {true, op.stage, op.microbatch};
+    default: return {false, -1, op.microbatch};
+  }
+}
 
 // Text of a non-WAIT op: `2F0`, `1SEND_F3`, async `1SEND_F3#7`. WAIT needs its ids: see Program.
 std::string op_text(const Op& op);

@@ -1,0 +1,304 @@
+// Chrome trace writer (viz/chrome_trace.hpp) on a simulated run: one process per rank, one compute
+// slice per compute op, transfers on both ends joined by a flow arrow, memory and in-flight
+// counters whose maxima are the run's peaks.
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "ppsim/schedules/op.hpp"
+#include "ppsim/sim/analysis.hpp"
+#include "ppsim/sim/config.hpp"
+#include "ppsim/sim/trace.hpp"
+#include "ppsim/viz/chrome_trace.hpp"
+
+namespace {
+
+using namespace ppsim;
+using nlohmann::json;
+
+constexpr std::int64_t kActivation = 1 << 20;
+constexpr std::int64_t kStatic = 1 << 30;
+constexpr std::int64_t kBoundary = 4096;
+
+// P ranks, M microbatches; stage 1 has a slower forward so durations are not all alike.
+sim::Config make_config(const std::string& kind, int P, int M, int V,
+                        const std::string& time_unit) {
+  json j = {{"name", "trace \"test\" \\ run"},
+            {"time_unit", time_unit},
+            {"schedule", {{"kind", kind}, {"ranks", P}, {"microbatches", M}, {"chunks", V}}},
+            {"costs",
+             {{"forward", 1.0},
+              {"backward_input", 1.25},
+              {"backward_weight", 0.75},
+              {"per_stage", {{"1", {{"forward", 1.5}}}}}}},
+            {"comm", {{"style", "async"}, {"latency", 0.05}, {"boundary_bytes", kBoundary}}},
+            {"memory", {{"activation_bytes", kActivation}, {"static_bytes", kStatic}}}};
+  return sim::parse_config(j, "trace-test.json");
+}
+
+struct TracedRun {
+  sim::Analysis analysis;
+  sim::Trace trace;
+  json doc;
+};
+
+TracedRun traced(const sim::Config& config) {
+  TracedRun t{sim::Analysis{}, sim::Trace{}, json{}};
+  t.trace.time_unit = config.time_unit;
+  sim::TraceRecorder recorder(t.trace);
+  t.analysis = sim::analyze(config, &recorder);
+  std::ostringstream out;
+  viz::write_chrome_trace(out, t.trace, t.analysis.run.program,
+                          {sim::microseconds_per_unit(config.time_unit), config.name});
+  t.doc = json::parse(out.str());  // throws (fails the test) if the writer emits invalid JSON
+  return t;
+}
+
+std::vector<json> events(const json& doc, const std::string& ph, const std::string& cat = "") {
+  std::vector<json> out;
+  for (const auto& e : doc.at("traceEvents"))
+    if (e.at("ph") == ph && (cat.empty() || e.value("cat", "") == cat)) out.push_back(e);
+  return out;
+}
+
+std::size_t compute_ops(const schedules::Program& program) {
+  std::size_t n = 0;
+  for (int r = 0; r < program.ranks(); ++r)
+    for (const auto& op : program.ops(r)) n += schedules::is_compute(op.kind) ? 1 : 0;
+  return n;
+}
+
+double op_cost(const sim::StageCost& c, schedules::OpKind kind) {
+  switch (kind) {
+    case schedules::OpKind::F:
+      return c.forward;
+    case schedules::OpKind::B:
+      return c.backward;
+    case schedules::OpKind::I:
+      return c.backward_input;
+    default:
+      return c.backward_weight;
+  }
+}
+
+// The checks shared by every schedule: metadata, compute slices, transfers and flows, counters.
+void check_trace(const TracedRun& t, std::size_t expected_transfers, int chunks_per_rank) {
+  const auto& program = t.analysis.run.program;
+  const auto& costs = t.analysis.run.options.costs;
+  const int P = program.ranks();
+  REQUIRE(t.analysis.ok());
+  REQUIRE(t.analysis.result);
+  const sim::SimResult& result = *t.analysis.result;
+  const double us = sim::microseconds_per_unit(t.analysis.config.time_unit);
+
+  REQUIRE(t.doc.is_object());
+  REQUIRE(t.doc.contains("traceEvents"));
+  REQUIRE(t.doc["traceEvents"].is_array());
+  CHECK(t.doc["otherData"]["ranks"] == P);
+  CHECK(t.doc["otherData"]["title"] == t.analysis.config.name);
+
+  // One process_name per rank, "rank r".
+  std::map<int, std::string> process_names;
+  int process_name_count = 0;
+  for (const auto& e : events(t.doc, "M")) {
+    if (e["name"] != "process_name") continue;
+    ++process_name_count;
+    process_names[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+  }
+  CHECK(process_name_count == P);
+  REQUIRE(static_cast<int>(process_names.size()) == P);
+  for (int r = 0; r < P; ++r) CHECK(process_names[r] == "rank " + std::to_string(r));
+
+  // Compute: one X slice on tid 0 per compute op, named by its action string, lasting its cost.
+  const auto compute = events(t.doc, "X", "compute");
+  CHECK(compute.size() == compute_ops(program));
+  std::set<std::pair<int, int>> seen;  // (rank, position)
+  for (const auto& e : compute) {
+    const int rank = e["pid"].get<int>();
+    const int pos = e["args"]["position"].get<int>();
+    REQUIRE(rank >= 0);
+    REQUIRE(rank < P);
+    REQUIRE(pos >= 0);
+    REQUIRE(static_cast<std::size_t>(pos) < program.ops(rank).size());
+    CHECK(seen.insert({rank, pos}).second);
+    const auto& op = program.ops(rank)[static_cast<std::size_t>(pos)];
+    REQUIRE(schedules::is_compute(op.kind));
+    CHECK(e["tid"] == 0);
+    CHECK(e["name"] == program.op_text(rank, op));
+    CHECK(e["args"]["stage"] == op.stage);
+    CHECK(e["args"]["microbatch"] == op.microbatch);
+    CHECK(e["args"]["chunk"] == program.place(op.stage).chunk);
+    CHECK(e["args"]["chunk"].get<int>() < chunks_per_rank);
+    const double cost = op_cost(costs.stages[static_cast<std::size_t>(op.stage)], op.kind);
+    CHECK(e["dur"].get<double>() == Approx(cost * us).margin(1e-6));
+    CHECK(e["ts"].get<double>() >= 0.0);
+    CHECK(e["ts"].get<double>() + e["dur"].get<double>() <=
+          Approx(result.makespan * us).margin(1e-6));
+  }
+
+  // Transfers: a slice on the sender ("to") and on the receiver ("from"), one flow s -> f each.
+  CHECK(t.trace.transfers.size() == expected_transfers);
+  const auto transfer = events(t.doc, "X", "transfer");
+  std::size_t sends = 0, recvs = 0;
+  for (const auto& e : transfer) {
+    CHECK(e["args"]["bytes"] == kBoundary);
+    if (e["args"].contains("to")) {
+      ++sends;
+      CHECK(e["args"]["to"] != e["pid"]);
+    } else {
+      REQUIRE(e["args"].contains("from"));
+      ++recvs;
+      CHECK(e["args"]["from"] != e["pid"]);
+    }
+  }
+  CHECK(sends == expected_transfers);
+  CHECK(recvs == expected_transfers);
+
+  const auto starts = events(t.doc, "s"), finishes = events(t.doc, "f");
+  CHECK(starts.size() == expected_transfers);
+  CHECK(finishes.size() == expected_transfers);
+  std::map<std::uint64_t, json> start_by_id, finish_by_id;
+  for (const auto& e : starts) CHECK(start_by_id.emplace(e["id"].get<std::uint64_t>(), e).second);
+  for (const auto& e : finishes)
+    CHECK(finish_by_id.emplace(e["id"].get<std::uint64_t>(), e).second);
+  REQUIRE(start_by_id.size() == finish_by_id.size());
+  // Each flow starts inside a sender slice and ends inside the matching receiver slice.
+  auto inside = [&](const json& flow, const char* direction) {
+    for (const auto& e : transfer) {
+      if (e["pid"] != flow["pid"] || e["tid"] != flow["tid"] || !e["args"].contains(direction))
+        continue;
+      const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
+      if (flow["ts"].get<double>() >= ts - 1e-6 && flow["ts"].get<double>() <= end + 1e-6)
+        return true;
+    }
+    return false;
+  };
+  for (const auto& [id, s] : start_by_id) {
+    INFO("flow id " << id);
+    REQUIRE(finish_by_id.count(id) == 1);
+    const json& f = finish_by_id[id];
+    CHECK(s["pid"] != f["pid"]);
+    CHECK(s["ts"].get<double>() == Approx(f["ts"].get<double>()));
+    CHECK(inside(s, "to"));
+    CHECK(inside(f, "from"));
+  }
+
+  // Counters: per rank, the maxima are the run's peaks (static bytes are not in the counter).
+  std::map<int, std::int64_t> max_memory;
+  std::map<int, int> max_inflight;
+  for (const auto& e : events(t.doc, "C")) {
+    const int rank = e["pid"].get<int>();
+    if (e["name"] == "memory") {
+      auto& m = max_memory[rank];
+      m = std::max(m, e["args"]["bytes"].get<std::int64_t>());
+    } else {
+      REQUIRE(e["name"] == "inflight");
+      auto& m = max_inflight[rank];
+      m = std::max(m, e["args"]["microbatches"].get<int>());
+    }
+  }
+  REQUIRE(static_cast<int>(result.per_rank.size()) == P);
+  for (int r = 0; r < P; ++r) {
+    INFO("rank " << r);
+    const auto& m = result.per_rank[static_cast<std::size_t>(r)];
+    CHECK(max_memory[r] >= kActivation);  // at least one stash was live
+    CHECK(max_memory[r] == m.peak_memory_bytes - kStatic * chunks_per_rank);
+    CHECK(max_inflight[r] == m.peak_inflight);
+  }
+}
+
+void check_same_metrics(const sim::SimResult& a, const sim::SimResult& b) {
+  CHECK(a.makespan == b.makespan);
+  CHECK(a.bubble_fraction == b.bubble_fraction);
+  CHECK(a.bubble_vs_ideal == b.bubble_vs_ideal);
+  CHECK(a.comm_bytes == b.comm_bytes);
+  CHECK(a.ops_executed == b.ops_executed);
+  CHECK(a.deadlock.has_value() == b.deadlock.has_value());
+  REQUIRE(a.per_rank.size() == b.per_rank.size());
+  for (std::size_t r = 0; r < a.per_rank.size(); ++r) {
+    INFO("rank " << r);
+    const auto &x = a.per_rank[r], &y = b.per_rank[r];
+    CHECK(x.rank == y.rank);
+    CHECK(x.start == y.start);
+    CHECK(x.end == y.end);
+    CHECK(x.busy == y.busy);
+    CHECK(x.idle == y.idle);
+    CHECK(x.comm_exposed == y.comm_exposed);
+    CHECK(x.peak_inflight == y.peak_inflight);
+    CHECK(x.peak_memory_bytes == y.peak_memory_bytes);
+    CHECK(x.sent_bytes == y.sent_bytes);
+    CHECK(x.recv_bytes == y.recv_bytes);
+    CHECK(x.ops_done == y.ops_done);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("1F1B trace: 2(P-1)M transfers, compute slices = compute ops, peaks = counters",
+          "[trace]") {
+  const int P = 4, M = 8;
+  const std::string unit = GENERATE(as<std::string>{}, "ms", "us", "s", "ns");
+  INFO("time_unit " << unit);
+  const TracedRun t = traced(make_config("1f1b", P, M, 1, unit));
+  check_trace(t, 2 * (P - 1) * M, 1);
+  // 1F1B: peak in-flight on rank r = min(P - r, M); comm volume 2(P-1)M boundary bytes.
+  for (int r = 0; r < P; ++r)
+    CHECK(t.analysis.result->per_rank[r].peak_inflight == std::min(P - r, M));
+  CHECK(t.analysis.result->comm_bytes == 2 * (P - 1) * M * kBoundary);
+  CHECK(t.doc["otherData"]["time_unit"] == unit);
+}
+
+TEST_CASE("interleaved 1F1B trace: chunk args, 2(PV-1)M transfers, static bytes per chunk",
+          "[trace]") {
+  const int P = 4, M = 8, V = 2;
+  const TracedRun t = traced(make_config("interleaved-1f1b", P, M, V, "ms"));
+  std::set<int> chunks;
+  for (const auto& e : events(t.doc, "X", "compute")) chunks.insert(e["args"]["chunk"].get<int>());
+  CHECK(chunks == std::set<int>{0, 1});
+  // Stages s and s+1 always sit on different ranks with loop placement and P > 1.
+  check_trace(t, 2 * (P * V - 1) * M, V);
+}
+
+TEST_CASE("GPipe trace: peak in-flight M on every rank", "[trace]") {
+  const int P = 3, M = 5;
+  const TracedRun t = traced(make_config("gpipe", P, M, 1, "ms"));
+  check_trace(t, 2 * (P - 1) * M, 1);
+  for (const auto& m : t.analysis.result->per_rank) CHECK(m.peak_inflight == M);
+}
+
+TEST_CASE("a metrics-only run gives the same numbers as a traced run", "[trace]") {
+  const auto [kind, V] =
+      GENERATE(table<std::string, int>({{"1f1b", 1}, {"gpipe", 1}, {"interleaved-1f1b", 2}}));
+  INFO(kind);
+  const sim::Config config = make_config(kind, 4, 8, V, "ms");
+  const sim::Analysis plain = sim::analyze(config);
+  const TracedRun t = traced(config);
+  REQUIRE(plain.result);
+  REQUIRE(t.analysis.result);
+  CHECK(plain.ok());
+  check_same_metrics(*plain.result, *t.analysis.result);
+  CHECK_FALSE(t.trace.spans.empty());
+}
+
+TEST_CASE("the trace stays valid JSON for a deadlocked run", "[trace]") {
+  // All-blocking 1F1B deadlocks (every rank sends before it receives in the steady state).
+  sim::Config config =
+      sim::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
+  sim::Trace trace;
+  sim::TraceRecorder recorder(trace);
+  const sim::Analysis a = sim::analyze(config, &recorder);
+  REQUIRE(a.result);
+  CHECK(a.result->deadlock);
+  std::ostringstream out;
+  viz::write_chrome_trace(out, trace, a.run.program,
+                          {sim::microseconds_per_unit(config.time_unit), config.name});
+  json doc;
+  REQUIRE_NOTHROW(doc = json::parse(out.str()));
+  CHECK(doc["traceEvents"].is_array());
+  // Compute slices only for the ops that ran.
+  std::size_t compute = 0;
+  for (const auto& s : trace.spans) compute += s.kind == sim::SpanKind::compute ? 1 : 0;
+  CHECK(events(doc, "X", "compute").size() == compute);
+}
