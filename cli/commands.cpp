@@ -70,7 +70,8 @@ int guarded(const std::string& source, F&& body) {
 
 }  // namespace
 
-int cmd_run(const std::string& path, bool json, const std::string& trace_file, const CommonOptions& common) {
+int cmd_run(const std::string& path, bool json, const std::string& trace_file,
+            const CommonOptions& common) {
   return guarded(path, [&] {
     const sim::Config config = sim::load_config(path, common.overrides);
     sim::Trace trace;
@@ -78,8 +79,9 @@ int cmd_run(const std::string& path, bool json, const std::string& trace_file, c
     sim::TraceRecorder recorder(trace);
     const sim::Analysis a = sim::analyze(config, trace_file.empty() ? nullptr : &recorder);
     if (!trace_file.empty()) {
-      if (!a.result) return bad_input(fmt::format("{}: the program is invalid, no trace to write:\n{}", path,
-                                                  viz::summary_text(a)));
+      if (!a.result)
+        return bad_input(fmt::format("{}: the program is invalid, no trace to write:\n{}", path,
+                                     viz::summary_text(a)));
       write_atomically(trace_file, [&](std::ostream& out) {
         viz::write_chrome_trace(out, trace, a.run.program,
                                 {sim::microseconds_per_unit(config.time_unit), config.name});
@@ -93,8 +95,9 @@ int cmd_run(const std::string& path, bool json, const std::string& trace_file, c
   });
 }
 
-int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv, const std::vector<std::string>& kinds,
-                const std::vector<int>& microbatches, const std::vector<int>& chunks, const CommonOptions& common) {
+int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
+                const std::vector<std::string>& kinds, const std::vector<int>& microbatches,
+                const std::vector<int>& chunks, const CommonOptions& common) {
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     std::vector<sim::Analysis> runs;
     for (const auto& path : paths) {
@@ -128,11 +131,15 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
     const int one = guarded(path, [&] {
       const sim::Analysis a = sim::analyze(sim::load_config(path, common.overrides));
       if (json) {
-        nlohmann::json j = {{"config", path}, {"name", a.config.name}, {"ok", a.ok()}, {"verdict", viz::verdict(a)}};
+        nlohmann::json j = {{"config", path},
+                            {"name", a.config.name},
+                            {"ok", a.ok()},
+                            {"verdict", viz::verdict(a)}};
         nlohmann::json errors = nlohmann::json::array();
         for (const auto& d : a.errors) errors.push_back(sim::to_json(d));
         j["errors"] = errors;
-        j["deadlock"] = a.result && a.result->deadlock ? sim::to_json(*a.result->deadlock) : nlohmann::json(nullptr);
+        j["deadlock"] = a.result && a.result->deadlock ? sim::to_json(*a.result->deadlock)
+                                                       : nlohmann::json(nullptr);
         arr.push_back(j);
       } else if (a.ok()) {
         std::cout << fmt::format("ok    {} ({})\n", path, a.config.name);
@@ -140,10 +147,12 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
         std::cout << fmt::format("FAIL  {} ({}): {}\n", path, a.config.name, viz::verdict(a));
         if (a.result && a.result->deadlock) {
           std::string d = a.result->deadlock->describe();
-          for (std::size_t p = 0; (p = d.find('\n', p)) != std::string::npos; p += 7) d.replace(p, 1, "\n      ");
+          for (std::size_t p = 0; (p = d.find('\n', p)) != std::string::npos; p += 7)
+            d.replace(p, 1, "\n      ");
           std::cout << "      " << d << "\n";
         }
-        for (const auto& e : a.errors) std::cout << fmt::format("      {}: {}\n", e.kind, e.message);
+        for (const auto& e : a.errors)
+          std::cout << fmt::format("      {}: {}\n", e.kind, e.message);
       }
       return a.ok() ? kOk : kWrong;
     });
@@ -157,10 +166,13 @@ int cmd_list() {
   std::cout << "schedules:\n";
   for (const auto& g : schedules::Registry::instance().all()) {
     std::cout << fmt::format("  {:<18} {}\n", g.name, g.summary);
-    if (!g.aliases.empty()) std::cout << fmt::format("  {:<18} aliases: {}\n", "", fmt::join(g.aliases, ", "));
-    for (const auto& p : g.params) std::cout << fmt::format("  {:<18}   {:<22} {}\n", "", p.name, p.description);
+    if (!g.aliases.empty())
+      std::cout << fmt::format("  {:<18} aliases: {}\n", "", fmt::join(g.aliases, ", "));
+    for (const auto& p : g.params)
+      std::cout << fmt::format("  {:<18}   {:<22} {}\n", "", p.name, p.description);
   }
-  std::cout << fmt::format("  {:<18} {}\n", "custom", "your own op lists: schedule.ops, one string per rank");
+  std::cout << fmt::format("  {:<18} {}\n", "custom",
+                           "your own op lists: schedule.ops, one string per rank");
   std::cout << "comm styles (comm.style): blocking, async-send, batched, async\n";
   std::cout << "matching (comm.matching): tag, fifo\n";
   return kOk;

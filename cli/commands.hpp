@@ -10,9 +10,11 @@ struct CommonOptions {
   std::vector<std::string> overrides;  // --set key=value
 };
 
-int cmd_run(const std::string& config, bool json, const std::string& trace_file, const CommonOptions& common);
-int cmd_compare(const std::vector<std::string>& configs, bool json, bool csv, const std::vector<std::string>& schedules,
-                const std::vector<int>& microbatches, const std::vector<int>& chunks, const CommonOptions& common);
+int cmd_run(const std::string& config, bool json, const std::string& trace_file,
+            const CommonOptions& common);
+int cmd_compare(const std::vector<std::string>& configs, bool json, bool csv,
+                const std::vector<std::string>& schedules, const std::vector<int>& microbatches,
+                const std::vector<int>& chunks, const CommonOptions& common);
 int cmd_check(const std::vector<std::string>& configs, bool json, const CommonOptions& common);
 int cmd_list();
 int cmd_export(const std::string& config, const CommonOptions& common);

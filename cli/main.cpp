@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   CommonOptions common;
   auto add_set = [&](CLI::App* sub) {
-    sub->add_option("--set", common.overrides, "override a config value, e.g. --set comm.style=blocking")
+    sub->add_option("--set", common.overrides,
+                    "override a config value, e.g. --set comm.style=blocking")
         ->type_name("KEY=VALUE");
   };
 
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "simulate one config and print its metrics");
   run->add_option("config", config, "JSON config file")->required();
   run->add_flag("--json", json, "print one JSON object (docs/METRICS.md)");
-  run->add_option("--trace", trace_file, "write a Chrome trace (open in Perfetto or chrome://tracing)");
+  run->add_option("--trace", trace_file,
+                  "write a Chrome trace (open in Perfetto or chrome://tracing)");
   add_set(run);
 
   std::vector<std::string> configs, schedules;
@@ -30,10 +32,12 @@ int main(int argc, char** argv) {
   compare->add_flag("--csv", csv, "print CSV")->excludes(compare_json);
   compare->add_option("--schedules", schedules, "sweep: schedule kinds")->delimiter(',');
   compare->add_option("--microbatches", microbatches, "sweep: microbatch counts")->delimiter(',');
-  compare->add_option("--chunks", chunks, "sweep: chunks per rank (schedules that take chunks)")->delimiter(',');
+  compare->add_option("--chunks", chunks, "sweep: chunks per rank (schedules that take chunks)")
+      ->delimiter(',');
   add_set(compare);
 
-  auto* check = app.add_subcommand("check", "validate and look for deadlocks; exit 1 if any schedule is wrong");
+  auto* check = app.add_subcommand(
+      "check", "validate and look for deadlocks; exit 1 if any schedule is wrong");
   check->add_option("configs", configs, "JSON config files")->required();
   check->add_flag("--json", json, "print a JSON array of verdicts");
   add_set(check);

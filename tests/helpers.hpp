@@ -10,7 +10,8 @@
 namespace ppsim::test {
 
 inline schedules::Program lowered(const std::string& kind, int P, int M, int V = 1,
-                                  schedules::CommStyle style = schedules::CommStyle::async, int prefetch = 1) {
+                                  schedules::CommStyle style = schedules::CommStyle::async,
+                                  int prefetch = 1) {
   schedules::ScheduleParams params;
   params.ranks = P;
   params.microbatches = M;

@@ -9,7 +9,8 @@ using schedules::CommStyle;
 namespace {
 constexpr CommStyle kAllStyles[] = {CommStyle::blocking, CommStyle::async_send, CommStyle::batched,
                                     CommStyle::async};
-constexpr CommStyle kDeadlockFreeStyles[] = {CommStyle::async_send, CommStyle::batched, CommStyle::async};
+constexpr CommStyle kDeadlockFreeStyles[] = {CommStyle::async_send, CommStyle::batched,
+                                             CommStyle::async};
 }  // namespace
 
 TEST_CASE("GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every comm style",
@@ -24,14 +25,17 @@ TEST_CASE("GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every
         REQUIRE_FALSE(r.deadlock);
         CHECK(r.makespan == Approx((M + P - 1) * (F + B)));
         CHECK(r.bubble_fraction == Approx(double(P - 1) / (M + P - 1)).margin(1e-12));
-        for (const auto& m : r.per_rank) CHECK(m.peak_inflight == M);  // GPipe holds every microbatch
+        for (const auto& m : r.per_rank)
+          CHECK(m.peak_inflight == M);  // GPipe holds every microbatch
       }
     }
   }
 }
 
-TEST_CASE("1F1B bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), peak in-flight on rank r = min(P-r, M)",
-          "[closed_form][1f1b]") {
+TEST_CASE(
+    "1F1B bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), peak in-flight on rank r = "
+    "min(P-r, M)",
+    "[closed_form][1f1b]") {
   const double F = 1.5, B = 3.0;
   for (CommStyle style : kDeadlockFreeStyles) {
     for (int P = 1; P <= 8; ++P) {
@@ -56,7 +60,8 @@ TEST_CASE("1F1B bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), peak i
 }
 
 // Only the async lowering runs interleaved programs: the others deadlock (test_deadlock.cpp).
-TEST_CASE("Interleaved 1F1B bubble_vs_ideal = (P-1)/(V*M) with per-chunk costs", "[closed_form][interleaved]") {
+TEST_CASE("Interleaved 1F1B bubble_vs_ideal = (P-1)/(V*M) with per-chunk costs",
+          "[closed_form][interleaved]") {
   const double f = 1.0, b = 2.0;  // per virtual stage (chunk)
   for (int prefetch : {1, schedules::LoweringOptions::kPrefetchAll}) {
     for (int P : {3, 4, 5, 8}) {
@@ -75,8 +80,9 @@ TEST_CASE("Interleaved 1F1B bubble_vs_ideal = (P-1)/(V*M) with per-chunk costs",
   }
 }
 
-TEST_CASE("Communication volume: GPipe/1F1B move 2(P-1)*M*boundary bytes, interleaved 2(PV-1)*M*boundary",
-          "[closed_form][comm]") {
+TEST_CASE(
+    "Communication volume: GPipe/1F1B move 2(P-1)*M*boundary bytes, interleaved 2(PV-1)*M*boundary",
+    "[closed_form][comm]") {
   const std::int64_t bytes = 3 << 20;
   for (int P = 1; P <= 6; ++P) {
     for (int M : {1, 4, 9}) {
@@ -104,8 +110,10 @@ TEST_CASE("Communication volume: GPipe/1F1B move 2(P-1)*M*boundary bytes, interl
   }
 }
 
-TEST_CASE("Transfer time = latency + bytes/bandwidth: 1F1B P=2 M=1 makespan = 2F + 2B + 2(latency + bytes/bw)",
-          "[closed_form][comm]") {
+TEST_CASE(
+    "Transfer time = latency + bytes/bandwidth: 1F1B P=2 M=1 makespan = 2F + 2B + 2(latency + "
+    "bytes/bw)",
+    "[closed_form][comm]") {
   for (CommStyle style : kAllStyles) {
     auto o = test::uniform(2, 1.0, 2.0);
     o.network.latency = 0.25;
@@ -117,8 +125,10 @@ TEST_CASE("Transfer time = latency + bytes/bandwidth: 1F1B P=2 M=1 makespan = 2F
   }
 }
 
-TEST_CASE("Memory: 1F1B peak on rank r = static*chunks + min(P-r, M)*activation; GPipe = static + M*activation",
-          "[closed_form][memory]") {
+TEST_CASE(
+    "Memory: 1F1B peak on rank r = static*chunks + min(P-r, M)*activation; GPipe = static + "
+    "M*activation",
+    "[closed_form][memory]") {
   const std::int64_t act = 1 << 20, stat = 7 << 20;
   for (int P = 1; P <= 6; ++P) {
     for (int M = 1; M <= 10; ++M) {
@@ -140,9 +150,11 @@ TEST_CASE("Memory: 1F1B peak on rank r = static*chunks + min(P-r, M)*activation;
   for (const auto& m : ri.per_rank) CHECK(m.peak_memory_bytes == 2 * stat);
 }
 
-TEST_CASE("Memory: forward outputs live until their backward, or only until sent with deallocate_outputs",
-          "[memory]") {
-  // GPipe P=2 M=4, blocking: rank 0 keeps 4 stashes + 4 sent outputs, then posts RECV_B0 (+1 buffer).
+TEST_CASE(
+    "Memory: forward outputs live until their backward, or only until sent with deallocate_outputs",
+    "[memory]") {
+  // GPipe P=2 M=4, blocking: rank 0 keeps 4 stashes + 4 sent outputs, then posts RECV_B0 (+1
+  // buffer).
   const std::int64_t A = 1000, b = 10;
   auto o = test::uniform(2, 1, 2);
   o.memory.activation_bytes = A;
@@ -153,8 +165,10 @@ TEST_CASE("Memory: forward outputs live until their backward, or only until sent
   CHECK(sim::simulate(prog, o).per_rank[0].peak_memory_bytes == 4 * A + 1 * b);
 }
 
-TEST_CASE("Memory: split backward releases activation - weight_stash at I and the rest at W", "[memory]") {
-  // One rank, two microbatches: F0 F1 I0 I1 W0 W1. Peak = 2A; after I0 and I1, 2*ws remain until the Ws.
+TEST_CASE("Memory: split backward releases activation - weight_stash at I and the rest at W",
+          "[memory]") {
+  // One rank, two microbatches: F0 F1 I0 I1 W0 W1. Peak = 2A; after I0 and I1, 2*ws remain until
+  // the Ws.
   const auto prog = schedules::Program::parse("0F0,0F1,0I0,0I1,0W0,0W1\n");
   auto o = test::uniform(1, 1, 2);
   o.memory.activation_bytes = 100;
@@ -187,7 +201,9 @@ TEST_CASE("Transfers on one directed link run one after another", "[comm]") {
   o.network.boundary_bytes = 100;  // 1.5 per transfer
   sim::Trace trace;
   sim::TraceRecorder rec(trace);
-  const auto r = sim::simulate(test::lowered("gpipe", 2, 6, 1, CommStyle::async, schedules::LoweringOptions::kPrefetchAll), o, &rec);
+  const auto r = sim::simulate(
+      test::lowered("gpipe", 2, 6, 1, CommStyle::async, schedules::LoweringOptions::kPrefetchAll),
+      o, &rec);
   REQUIRE_FALSE(r.deadlock);
   double last_end = -1;
   int forward = 0;
@@ -199,6 +215,7 @@ TEST_CASE("Transfers on one directed link run one after another", "[comm]") {
     ++forward;
   }
   CHECK(forward == 6);
-  // Six back-to-back transfers starting when F0 ends at 0.1: the last activation lands at 0.1 + 6*1.5.
+  // Six back-to-back transfers starting when F0 ends at 0.1: the last activation lands at 0.1 +
+  // 6*1.5.
   CHECK(last_end == Approx(0.1 + 6 * 1.5));
 }

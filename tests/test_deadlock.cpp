@@ -13,7 +13,8 @@ namespace {
 std::string cycle_text(const sim::Deadlock& d) {
   std::string s;
   for (const auto& c : d.cycles)
-    for (const auto& b : c) s += std::to_string(b.rank) + ":" + b.op + "->" + std::to_string(b.peer) + " ";
+    for (const auto& b : c)
+      s += std::to_string(b.rank) + ":" + b.op + "->" + std::to_string(b.peer) + " ";
   return s;
 }
 bool has_error(const sim::SimResult& r, const std::string& kind) {
@@ -23,8 +24,9 @@ bool has_error(const sim::SimResult& r, const std::string& kind) {
 }
 }  // namespace
 
-TEST_CASE("1F1B with all-blocking sends deadlocks: ranks P-2 and P-1 each block in a send to the other",
-          "[deadlock]") {
+TEST_CASE(
+    "1F1B with all-blocking sends deadlocks: ranks P-2 and P-1 each block in a send to the other",
+    "[deadlock]") {
   for (int P = 2; P <= 8; ++P) {
     for (int M = 2; M <= 12; ++M) {
       auto o = test::uniform(P, 1, 2);
@@ -35,7 +37,8 @@ TEST_CASE("1F1B with all-blocking sends deadlocks: ranks P-2 and P-1 each block 
       REQUIRE(r.deadlock->cycles.size() == 1);
       const auto& c = r.deadlock->cycles[0];
       REQUIRE(c.size() == 2);
-      // rank P-2 blocked in SEND_F of microbatch 1 -> rank P-1; rank P-1 in SEND_B of microbatch 0 -> P-2
+      // rank P-2 blocked in SEND_F of microbatch 1 -> rank P-1; rank P-1 in SEND_B of microbatch 0
+      // -> P-2
       CHECK(c[0].rank == P - 2);
       CHECK(c[0].op == std::to_string(P - 2) + "SEND_F1");
       CHECK(c[0].peer == P - 1);
@@ -47,17 +50,21 @@ TEST_CASE("1F1B with all-blocking sends deadlocks: ranks P-2 and P-1 each block 
       REQUIRE(r.deadlock->blocked.size() == static_cast<std::size_t>(P - 2));
       for (const auto& b : r.deadlock->blocked) {
         CHECK(b.peer == b.rank + 1);
-        if (M > P - b.rank - 1) CHECK(b.op == std::to_string(b.rank) + "SEND_F" + std::to_string(P - b.rank - 1));
+        if (M > P - b.rank - 1)
+          CHECK(b.op == std::to_string(b.rank) + "SEND_F" + std::to_string(P - b.rank - 1));
       }
-      CHECK(r.deadlock->describe().find("rank " + std::to_string(P - 2) + " blocked in " + std::to_string(P - 2) +
-                                        "SEND_F1 -> rank " + std::to_string(P - 1)) != std::string::npos);
+      CHECK(r.deadlock->describe().find("rank " + std::to_string(P - 2) + " blocked in " +
+                                        std::to_string(P - 2) + "SEND_F1 -> rank " +
+                                        std::to_string(P - 1)) != std::string::npos);
     }
   }
 }
 
 TEST_CASE("1F1B with one microbatch cannot deadlock even with blocking sends", "[deadlock]") {
   for (int P = 1; P <= 6; ++P)
-    CHECK_FALSE(sim::simulate(test::lowered("1f1b", P, 1, 1, CommStyle::blocking), test::uniform(P, 1, 2)).deadlock);
+    CHECK_FALSE(
+        sim::simulate(test::lowered("1f1b", P, 1, 1, CommStyle::blocking), test::uniform(P, 1, 2))
+            .deadlock);
 }
 
 TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[deadlock]") {
@@ -77,24 +84,29 @@ TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[d
   }
 }
 
-TEST_CASE("Interleaved 1F1B with blocking forward sends deadlocks around the stage ring; async runs",
-          "[deadlock][interleaved]") {
+TEST_CASE(
+    "Interleaved 1F1B with blocking forward sends deadlocks around the stage ring; async runs",
+    "[deadlock][interleaved]") {
   // Warm-up: every rank sends a forward to the next rank while the next rank sends its own:
   // with blocking (or waited-at-once) sends the P ranks form one cycle through the ring.
   for (CommStyle style : {CommStyle::blocking, CommStyle::async_send, CommStyle::batched}) {
     for (int P : {3, 4, 6}) {
-      const auto r = sim::simulate(test::lowered("interleaved-1f1b", P, 2 * P, 2, style), test::uniform(2 * P, 1, 2));
+      const auto r = sim::simulate(test::lowered("interleaved-1f1b", P, 2 * P, 2, style),
+                                   test::uniform(2 * P, 1, 2));
       INFO(schedules::to_string(style) << " P=" << P);
       REQUIRE(r.deadlock);
       REQUIRE(r.deadlock->cycles.size() == 1);
       CHECK(r.deadlock->cycles[0].size() == static_cast<std::size_t>(P));
       for (const auto& b : r.deadlock->cycles[0]) CHECK(b.peer == (b.rank + 1) % P);
     }
-    CHECK_FALSE(sim::simulate(test::lowered("interleaved-1f1b", 4, 8, 2, CommStyle::async), test::uniform(8, 1, 2)).deadlock);
+    CHECK_FALSE(sim::simulate(test::lowered("interleaved-1f1b", 4, 8, 2, CommStyle::async),
+                              test::uniform(8, 1, 2))
+                    .deadlock);
   }
 }
 
-TEST_CASE("Eager sends no larger than eager_limit complete locally, so all-blocking 1F1B runs", "[deadlock][eager]") {
+TEST_CASE("Eager sends no larger than eager_limit complete locally, so all-blocking 1F1B runs",
+          "[deadlock][eager]") {
   auto o = test::uniform(4, 1, 2);
   o.network.boundary_bytes = 4096;
   o.network.eager_limit = 4096;
@@ -106,7 +118,8 @@ TEST_CASE("Eager sends no larger than eager_limit complete locally, so all-block
   CHECK(sim::simulate(prog, o).deadlock);
 }
 
-TEST_CASE("A receive whose sender has finished is reported as unmatched, not as a cycle", "[deadlock]") {
+TEST_CASE("A receive whose sender has finished is reported as unmatched, not as a cycle",
+          "[deadlock]") {
   // Rank 1 expects the activation of microbatch 1 too, but rank 0 only sends microbatch 0.
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0,0F1\n"
@@ -136,7 +149,8 @@ TEST_CASE("A WAIT on a pending request names the request and its peer", "[deadlo
   CHECK(c[1].waiting_for == "1RECV_F0#0");
 }
 
-TEST_CASE("fifo matching reports a message-order mismatch that tag matching tolerates", "[deadlock][fifo]") {
+TEST_CASE("fifo matching reports a message-order mismatch that tag matching tolerates",
+          "[deadlock][fifo]") {
   // Rank 0 sends microbatch 1 before 0; rank 1 receives 0 first. Async on both sides.
   const auto prog = schedules::Program::parse(
       "0F0,0F1,0SEND_F1#0,0SEND_F0#1,WAIT(0;1),0RECV_B0,0B0,0RECV_B1,0B1\n"
@@ -157,15 +171,18 @@ TEST_CASE("Under fifo, blocking sends in the wrong order deadlock instead", "[de
       "0F0,0F1,0SEND_F1,0SEND_F0,0RECV_B0,0B0,0RECV_B1,0B1\n"
       "1RECV_F0,1RECV_F1,1F0,1F1,1B0,1SEND_B0,1B1,1SEND_B1\n");
   auto o = test::uniform(2, 1, 2);
-  CHECK(sim::simulate(prog, o).deadlock);  // tag: rank 0 waits for RECV_F1 that rank 1 posts after RECV_F0
+  CHECK(sim::simulate(prog, o)
+            .deadlock);  // tag: rank 0 waits for RECV_F1 that rank 1 posts after RECV_F0
   o.network.matching = sim::Matching::fifo;
   const auto r = sim::simulate(prog, o);
   CHECK_FALSE(r.deadlock);  // NCCL pairs them by order and silently swaps the tensors
   CHECK(has_error(r, "message_order_mismatch"));
 }
 
-TEST_CASE("Unwaited async send whose buffer is freed is the Gloo 'Cannot lock pointer to unbound buffer' crash",
-          "[hazard]") {
+TEST_CASE(
+    "Unwaited async send whose buffer is freed is the Gloo 'Cannot lock pointer to unbound buffer' "
+    "crash",
+    "[hazard]") {
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0#0,0RECV_B0,0B0\n"
       "1RECV_F0,1F0,1B0,1SEND_B0\n");
@@ -193,7 +210,8 @@ TEST_CASE("Reading a receive buffer before its WAIT is an error, not a stall", "
   CHECK(r.errors[0].rank == 1);
 }
 
-TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op durations", "[deadlock][property]") {
+TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op durations",
+          "[deadlock][property]") {
   std::mt19937 rng(20261121);
   std::uniform_real_distribution<double> cost(0.01, 10.0);
   std::uniform_int_distribution<int> coin(0, 1);
@@ -203,7 +221,8 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
     CommStyle style;
   };
   std::vector<Case> cases;
-  for (CommStyle s : {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
+  for (CommStyle s :
+       {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
     for (int P : {2, 3, 5}) {
       for (int M : {1, 3, 7}) {
         cases.push_back({"1f1b", P, M, 1, s});
@@ -232,7 +251,8 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
       o.network.bandwidth = coin(rng) ? 1000.0 / cost(rng) : 0.0;
       o.network.matching = coin(rng) ? sim::Matching::tag : sim::Matching::fifo;
       const auto r = sim::simulate(prog, o);
-      INFO(c.kind << " " << schedules::to_string(c.style) << " P=" << c.P << " M=" << c.M << " trial " << trial);
+      INFO(c.kind << " " << schedules::to_string(c.style) << " P=" << c.P << " M=" << c.M
+                  << " trial " << trial);
       CHECK(bool(r.deadlock) == bool(base.deadlock));
       CHECK((r.deadlock ? cycle_text(*r.deadlock) : "none") == base_cycle);
       CHECK(r.ops_executed == base.ops_executed);

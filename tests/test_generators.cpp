@@ -24,8 +24,9 @@ TEST_CASE("gpipe: all forwards then all backwards", "[generators]") {
   CHECK(line(p, 2) == "2F0,2F1,2F2,2B0,2B1,2B2");
 }
 
-TEST_CASE("1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F and B, then cools down",
-          "[generators]") {
+TEST_CASE(
+    "1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F and B, then cools down",
+    "[generators]") {
   const auto p = gen("1f1b", 4, 6);
   CHECK(line(p, 0) == "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0B3,0B4,0B5");
   CHECK(line(p, 2) == "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2B5");
@@ -38,15 +39,18 @@ TEST_CASE("1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F 
         const auto prog = gen("1f1b", P, M);
         const auto& ops = prog.ops(r);
         int warm = 0;
-        while (warm < static_cast<int>(ops.size()) && ops[static_cast<std::size_t>(warm)].kind == OpKind::F) ++warm;
+        while (warm < static_cast<int>(ops.size()) &&
+               ops[static_cast<std::size_t>(warm)].kind == OpKind::F)
+          ++warm;
         // the steady phase's first F directly follows the warm-up, unless the warm-up took all M
         CHECK(warm == std::min(P - r - 1, M) + (P - r - 1 < M ? 1 : 0));
       }
 }
 
-TEST_CASE("interleaved-1f1b: stage s on rank s mod P, groups of P microbatches per chunk, warm-up "
-          "2(P-r-1) + (V-1)*group, backward visits chunks in reverse",
-          "[generators]") {
+TEST_CASE(
+    "interleaved-1f1b: stage s on rank s mod P, groups of P microbatches per chunk, warm-up "
+    "2(P-r-1) + (V-1)*group, backward visits chunks in reverse",
+    "[generators]") {
   const auto p = gen("interleaved-1f1b", 3, 3, 2);
   for (int s = 0; s < 6; ++s) {
     CHECK(p.place(s).rank == s % 3);
@@ -60,7 +64,8 @@ TEST_CASE("interleaved-1f1b: stage s on rank s mod P, groups of P microbatches p
   const auto g = gen("interleaved-1f1b", 3, 8, 2, 4);
   std::string fwd;
   for (const auto& op : g.ops(0))
-    if (op.kind == OpKind::F) fwd += std::to_string(op.stage) + "F" + std::to_string(op.microbatch) + " ";
+    if (op.kind == OpKind::F)
+      fwd += std::to_string(op.stage) + "F" + std::to_string(op.microbatch) + " ";
   CHECK(fwd == "0F0 0F1 0F2 0F3 3F0 3F1 3F2 3F3 0F4 0F5 0F6 0F7 3F4 3F5 3F6 3F7 ");
 }
 
@@ -73,18 +78,19 @@ TEST_CASE("interleaved-1f1b rejects what Megatron-LM rejects", "[generators]") {
     }
     return std::string("accepted");
   };
-  CHECK(key_of(4, 8, 1, 0) == "chunks");                  // one chunk is plain 1F1B
-  CHECK(key_of(2, 8, 2, 0) == "ranks");                   // P must be > 2
-  CHECK(key_of(4, 3, 2, 0) == "microbatch_group_size");   // group (default P=4) > M
-  CHECK(key_of(4, 8, 2, 3) == "microbatch_group_size");   // group < P
-  CHECK(key_of(4, 10, 2, 0) == "microbatches");           // 10 % 4 = 2, in (0, P)
+  CHECK(key_of(4, 8, 1, 0) == "chunks");                 // one chunk is plain 1F1B
+  CHECK(key_of(2, 8, 2, 0) == "ranks");                  // P must be > 2
+  CHECK(key_of(4, 3, 2, 0) == "microbatch_group_size");  // group (default P=4) > M
+  CHECK(key_of(4, 8, 2, 3) == "microbatch_group_size");  // group < P
+  CHECK(key_of(4, 10, 2, 0) == "microbatches");          // 10 % 4 = 2, in (0, P)
   CHECK(key_of(4, 12, 2, 0) == "accepted");
-  CHECK(key_of(4, 11, 2, 0) == "microbatches");           // 11 % 4 = 3 < 4
-  CHECK(key_of(3, 11, 2, 4) == "accepted");               // 11 % 4 = 3 >= P = 3
+  CHECK(key_of(4, 11, 2, 0) == "microbatches");  // 11 % 4 = 3 < 4
+  CHECK(key_of(3, 11, 2, 4) == "accepted");      // 11 % 4 = 3 >= P = 3
 }
 
-TEST_CASE("Registry: names and PyTorch aliases, case-insensitive; unknown names list the known ones",
-          "[generators]") {
+TEST_CASE(
+    "Registry: names and PyTorch aliases, case-insensitive; unknown names list the known ones",
+    "[generators]") {
   const auto& reg = schedules::Registry::instance();
   CHECK(reg.find("gpipe")->name == "gpipe");
   CHECK(reg.find("GPipe")->name == "gpipe");
@@ -104,8 +110,9 @@ TEST_CASE("Registry: names and PyTorch aliases, case-insensitive; unknown names 
   CHECK_THROWS_AS(gen("gpipe", 4, 8, 2), schedules::ParameterError);
 }
 
-TEST_CASE("Every generated program has each (stage, microbatch) F and B exactly once on the stage's rank",
-          "[generators]") {
+TEST_CASE(
+    "Every generated program has each (stage, microbatch) F and B exactly once on the stage's rank",
+    "[generators]") {
   for (const auto& g : schedules::Registry::instance().all()) {
     const int P = 4, M = 8, V = g.name == "interleaved-1f1b" ? 2 : 1;
     const auto p = gen(g.name.c_str(), P, M, V);
@@ -123,7 +130,8 @@ TEST_CASE("Every generated program has each (stage, microbatch) F and B exactly 
   }
 }
 
-TEST_CASE("Sizes too large to simulate are refused without overflowing the size check", "[generators]") {
+TEST_CASE("Sizes too large to simulate are refused without overflowing the size check",
+          "[generators]") {
   CHECK_THROWS_AS(gen("interleaved-1f1b", 1024, 1 << 29, 1 << 24), schedules::ParameterError);
   CHECK_THROWS_AS(gen("1f1b", 100000, 100000), schedules::ParameterError);
 }

@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Paths where `got` and `want` differ; numbers compare with a 1e-9 relative tolerance.
-void diff(const json& got, const json& want, const std::string& path, std::vector<std::string>& out) {
+void diff(const json& got, const json& want, const std::string& path,
+          std::vector<std::string>& out) {
   if (got.is_number() && want.is_number()) {
     const double a = got.get<double>(), b = want.get<double>();
     if (std::abs(a - b) > 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}))
@@ -37,10 +38,12 @@ void diff(const json& got, const json& want, const std::string& path, std::vecto
       if (!want.contains(it.key())) out.push_back(path + "." + it.key() + ": not in golden");
   } else if (got.is_array()) {
     if (got.size() != want.size()) {
-      out.push_back(path + ": " + std::to_string(got.size()) + " elements, golden has " + std::to_string(want.size()));
+      out.push_back(path + ": " + std::to_string(got.size()) + " elements, golden has " +
+                    std::to_string(want.size()));
       return;
     }
-    for (std::size_t i = 0; i < got.size(); ++i) diff(got[i], want[i], path + "[" + std::to_string(i) + "]", out);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      diff(got[i], want[i], path + "[" + std::to_string(i) + "]", out);
   } else if (got != want) {
     out.push_back(path + ": got " + got.dump() + ", golden " + want.dump());
   }

@@ -15,14 +15,16 @@ std::string line(const schedules::Program& p, int rank) {
 }
 }  // namespace
 
-TEST_CASE("blocking: receive right before the consumer, send right after the producer", "[lowering]") {
+TEST_CASE("blocking: receive right before the consumer, send right after the producer",
+          "[lowering]") {
   const auto p = test::lowered("1f1b", 2, 2, 1, CommStyle::blocking);
   CHECK(line(p, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
   CHECK(line(p, 1) == "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
 }
 
-TEST_CASE("async-send: forward sends async, waited at the end of the step (before the next forward)",
-          "[lowering]") {
+TEST_CASE(
+    "async-send: forward sends async, waited at the end of the step (before the next forward)",
+    "[lowering]") {
   const auto p = test::lowered("1f1b", 3, 3, 1, CommStyle::async_send);
   // rank 1: warm-up F0; steady F1/B0, F2/B1; cool-down B2. Each forward send is waited before the
   // next forward, or before the backward that frees its buffer.
@@ -31,29 +33,43 @@ TEST_CASE("async-send: forward sends async, waited at the end of the step (befor
         "WAIT(1),1RECV_F2,1F2,1SEND_F2#2,1RECV_B1,1B1,1SEND_B1,WAIT(2),1RECV_B2,1B2,1SEND_B2");
 }
 
-TEST_CASE("batched: send_forward+recv_backward and send_backward+recv_forward posted together, waited together",
-          "[lowering]") {
+TEST_CASE(
+    "batched: send_forward+recv_backward and send_backward+recv_forward posted together, waited "
+    "together",
+    "[lowering]") {
   const auto p = test::lowered("1f1b", 3, 3, 1, CommStyle::batched);
   CHECK(line(p, 1) ==
-        "1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1#0,1RECV_B0#1,WAIT(0;1),1B0,1SEND_B0#2,1RECV_F2#3,WAIT(2;3),"
+        "1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1#0,1RECV_B0#1,WAIT(0;1),1B0,1SEND_B0#2,1RECV_"
+        "F2#3,WAIT(2;3),"
         "1F2,1SEND_F2#4,1RECV_B1#5,WAIT(4;5),1B1,1SEND_B1,1RECV_B2,1B2,1SEND_B2");
 }
 
-TEST_CASE("async: receives posted `prefetch` compute ops ahead and waited at use; sends waited before their "
-          "buffer is reused or freed",
-          "[lowering]") {
+TEST_CASE(
+    "async: receives posted `prefetch` compute ops ahead and waited at use; sends waited before "
+    "their "
+    "buffer is reused or freed",
+    "[lowering]") {
   const auto p1 = test::lowered("gpipe", 2, 2, 1, CommStyle::async, 1);
   // prefetch 1: the receive for compute op i is posted before compute op i-1.
-  CHECK(line(p1, 0) == "0F0,0SEND_F0#0,0RECV_B0#1,0F1,0SEND_F1#2,0RECV_B1#3,WAIT(0;1),0B0,WAIT(2;3),0B1");
-  CHECK(line(p1, 1) == "1RECV_F0#0,1RECV_F1#1,WAIT(0),1F0,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT(3)");
+  CHECK(line(p1, 0) ==
+        "0F0,0SEND_F0#0,0RECV_B0#1,0F1,0SEND_F1#2,0RECV_B1#3,WAIT(0;1),0B0,WAIT(2;3),0B1");
+  CHECK(line(p1, 1) ==
+        "1RECV_F0#0,1RECV_F1#1,WAIT(0),1F0,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
+        "3)");
   const auto p0 = test::lowered("gpipe", 2, 2, 1, CommStyle::async, 0);
-  CHECK(line(p0, 1) == "1RECV_F0#0,WAIT(0),1F0,1RECV_F1#1,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT(3)");
-  const auto pa = test::lowered("gpipe", 2, 2, 1, CommStyle::async, schedules::LoweringOptions::kPrefetchAll);
-  CHECK(line(pa, 0) == "0RECV_B0#0,0RECV_B1#1,0F0,0SEND_F0#2,0F1,0SEND_F1#3,WAIT(0;2),0B0,WAIT(1;3),0B1");
+  CHECK(line(p0, 1) ==
+        "1RECV_F0#0,WAIT(0),1F0,1RECV_F1#1,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
+        "3)");
+  const auto pa =
+      test::lowered("gpipe", 2, 2, 1, CommStyle::async, schedules::LoweringOptions::kPrefetchAll);
+  CHECK(line(pa, 0) ==
+        "0RECV_B0#0,0RECV_B1#1,0F0,0SEND_F0#2,0F1,0SEND_F1#3,WAIT(0;2),0B0,WAIT(1;3),0B1");
 }
 
-TEST_CASE("Every lowered program validates clean and keeps the generator's compute order", "[lowering]") {
-  for (CommStyle style : {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
+TEST_CASE("Every lowered program validates clean and keeps the generator's compute order",
+          "[lowering]") {
+  for (CommStyle style :
+       {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
     for (const char* kind : {"gpipe", "1f1b", "interleaved-1f1b"}) {
       const bool inter = std::string(kind) == "interleaved-1f1b";
       const int P = inter ? 4 : 5, M = 8, V = inter ? 2 : 1;

@@ -18,7 +18,8 @@ sim::Config base() {
 }
 }  // namespace
 
-TEST_CASE("Sweep: one config per (schedule, M, V); chunks only for schedules that take them", "[sweep]") {
+TEST_CASE("Sweep: one config per (schedule, M, V); chunks only for schedules that take them",
+          "[sweep]") {
   const auto configs = sim::sweep(base(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});
   REQUIRE(configs.size() == 2 + 2 + 2 * 2);
   CHECK(configs[0].name == "base/gpipe/M8");
@@ -27,9 +28,10 @@ TEST_CASE("Sweep: one config per (schedule, M, V); chunks only for schedules tha
   CHECK(configs.back().params.chunks == 3);
 }
 
-TEST_CASE("Sweep over chunks keeps per-rank work and memory: costs and bytes scale by V0/V, so "
-          "interleaved bubble_vs_ideal = (P-1)/(V*M) against the same ideal as 1F1B",
-          "[sweep]") {
+TEST_CASE(
+    "Sweep over chunks keeps per-rank work and memory: costs and bytes scale by V0/V, so "
+    "interleaved bubble_vs_ideal = (P-1)/(V*M) against the same ideal as 1F1B",
+    "[sweep]") {
   const auto configs = sim::sweep(base(), {{"1f1b", "interleaved-1f1b"}, {8}, {2, 4}});
   REQUIRE(configs.size() == 3);
   const auto one = sim::analyze(configs[0]);
@@ -37,7 +39,8 @@ TEST_CASE("Sweep over chunks keeps per-rank work and memory: costs and bytes sca
     const auto a = sim::analyze(configs[i]);
     REQUIRE(a.ok());
     const int V = configs[i].params.chunks;
-    for (int r = 0; r < 4; ++r) CHECK(a.result->per_rank[r].busy == Approx(one.result->per_rank[r].busy));
+    for (int r = 0; r < 4; ++r)
+      CHECK(a.result->per_rank[r].busy == Approx(one.result->per_rank[r].busy));
     CHECK(a.result->bubble_vs_ideal == Approx(3.0 / (V * 8)));
     CHECK(a.run.options.memory.activation_bytes == 1000 / V);
     // static bytes are per chunk: V chunks of 600/V each

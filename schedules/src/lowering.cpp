@@ -12,16 +12,21 @@ namespace ppsim::schedules {
 
 std::string_view to_string(CommStyle style) {
   switch (style) {
-    case CommStyle::blocking: return "blocking";
-    case CommStyle::async_send: return "async-send";
-    case CommStyle::batched: return "batched";
-    case CommStyle::async: return "async";
+    case CommStyle::blocking:
+      return "blocking";
+    case CommStyle::async_send:
+      return "async-send";
+    case CommStyle::batched:
+      return "batched";
+    case CommStyle::async:
+      return "async";
   }
   return "?";
 }
 
 bool parse_comm_style(std::string_view text, CommStyle& out) {
-  for (auto s : {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
+  for (auto s :
+       {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
     if (text == to_string(s)) {
       out = s;
       return true;
@@ -40,7 +45,8 @@ class Lowerer {
   std::optional<Op> recv_needed(const Op& c) const {
     if (c.kind == OpKind::F && c.stage > 0 && in_.rank_of(c.stage - 1) != rank_)
       return Op::comm(OpKind::RECV_F, c.stage, c.microbatch);
-    if (is_backward_input(c.kind) && c.stage + 1 < in_.stages() && in_.rank_of(c.stage + 1) != rank_)
+    if (is_backward_input(c.kind) && c.stage + 1 < in_.stages() &&
+        in_.rank_of(c.stage + 1) != rank_)
       return Op::comm(OpKind::RECV_B, c.stage, c.microbatch);
     return std::nullopt;
   }
@@ -139,7 +145,9 @@ class Lowerer {
     std::size_t next_post = 0;
     auto post_slot = [&](std::size_t consumer) -> std::size_t {
       if (prefetch == LoweringOptions::kPrefetchAll) return 0;
-      return consumer > static_cast<std::size_t>(prefetch) ? consumer - static_cast<std::size_t>(prefetch) : 0;
+      return consumer > static_cast<std::size_t>(prefetch)
+                 ? consumer - static_cast<std::size_t>(prefetch)
+                 : 0;
     };
     std::unordered_map<long long, std::int32_t> pending_send_f;  // (stage, mb) -> request
     std::vector<std::int32_t> pending_send_b;
@@ -176,7 +184,9 @@ class Lowerer {
   }
 
  private:
-  static long long key(const Op& c) { return (static_cast<long long>(c.stage) << 32) | static_cast<unsigned>(c.microbatch); }
+  static long long key(const Op& c) {
+    return (static_cast<long long>(c.stage) << 32) | static_cast<unsigned>(c.microbatch);
+  }
 
   const Program& in_;
   Program& out_;
@@ -188,21 +198,31 @@ class Lowerer {
 
 Program lower(const Program& compute, const LoweringOptions& options) {
   if (options.prefetch < 0 && options.prefetch != LoweringOptions::kPrefetchAll)
-    throw ParameterError("prefetch", fmt::format("prefetch must be >= 0 or \"all\", got {}", options.prefetch));
+    throw ParameterError("prefetch",
+                         fmt::format("prefetch must be >= 0 or \"all\", got {}", options.prefetch));
   Program out(compute.microbatches(), compute.placement());
   for (int r = 0; r < compute.ranks(); ++r) {
     for (const Op& op : compute.ops(r)) {
       if (!is_compute(op.kind))
-        throw ParameterError("kind", fmt::format("lowering expects compute ops only, found {} on rank {}",
-                                                     op_text(op), r));
+        throw ParameterError(
+            "kind",
+            fmt::format("lowering expects compute ops only, found {} on rank {}", op_text(op), r));
     }
     out.reserve(r, compute.ops(r).size() * 4);
     Lowerer l(compute, out, r);
     switch (options.style) {
-      case CommStyle::blocking: l.blocking(); break;
-      case CommStyle::async_send: l.async_send(); break;
-      case CommStyle::batched: l.batched(); break;
-      case CommStyle::async: l.async(options.prefetch); break;
+      case CommStyle::blocking:
+        l.blocking();
+        break;
+      case CommStyle::async_send:
+        l.async_send();
+        break;
+      case CommStyle::batched:
+        l.batched();
+        break;
+      case CommStyle::async:
+        l.async(options.prefetch);
+        break;
     }
     out.ops(r).shrink_to_fit();
   }

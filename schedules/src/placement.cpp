@@ -14,6 +14,8 @@ std::vector<StagePlace> make_placement(PlacementKind kind, int ranks, int chunks
   return places;
 }
 
-std::string_view to_string(PlacementKind kind) { return kind == PlacementKind::loop ? "loop" : "v"; }
+std::string_view to_string(PlacementKind kind) {
+  return kind == PlacementKind::loop ? "loop" : "v";
+}
 
 }  // namespace ppsim::schedules

@@ -81,8 +81,7 @@ ParsedOp parse_op(const Token& tok, int line) {
   };
   ParsedOp out;
   if (t.starts_with("WAIT")) {
-    if (t.size() < 6 || t[4] != '(' || t.back() != ')')
-      throw fail("expected WAIT(id;id;...)");
+    if (t.size() < 6 || t[4] != '(' || t.back() != ')') throw fail("expected WAIT(id;id;...)");
     std::string_view body = t.substr(5, t.size() - 6);
     while (!body.empty()) {
       const auto semi = body.find(';');
@@ -102,8 +101,9 @@ ParsedOp parse_op(const Token& tok, int line) {
   int stage = 0;
   if (!parse_int(t.substr(0, i), stage)) throw fail("expected a stage number first");
   static constexpr std::pair<std::string_view, OpKind> kNames[] = {
-      {"SEND_F", OpKind::SEND_F}, {"RECV_F", OpKind::RECV_F}, {"SEND_B", OpKind::SEND_B},
-      {"RECV_B", OpKind::RECV_B}, {"F", OpKind::F},           {"B", OpKind::B},
+      {"SEND_F", OpKind::SEND_F}, {"RECV_F", OpKind::RECV_F},
+      {"SEND_B", OpKind::SEND_B}, {"RECV_B", OpKind::RECV_B},
+      {"F", OpKind::F},           {"B", OpKind::B},
       {"I", OpKind::I},           {"W", OpKind::W}};
   std::string_view rest = t.substr(i);
   bool found = false;
@@ -132,8 +132,10 @@ ParsedOp parse_op(const Token& tok, int line) {
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -162,7 +164,8 @@ Program Program::parse(std::string_view text) {
       if (lead == std::string_view::npos) lead = 0;
       Token tok{trim(field), static_cast<int>(pos + lead) + 1};
       if (tok.text.empty()) {
-        // A trailing comma or an empty rank (a rank with no ops) is fine; an empty field between ops is not.
+        // A trailing comma or an empty rank (a rank with no ops) is fine; an empty field between
+        // ops is not.
         if (comma != std::string_view::npos && !(trim(raw.substr(pos)).empty()))
           throw ParseError(line_no, tok.column, "empty op between commas");
       } else {
@@ -184,14 +187,19 @@ Program Program::parse(std::string_view text) {
         if (p.op.kind == OpKind::WAIT) continue;
         max_mb = std::max(max_mb, p.op.microbatch);
         int stage = p.op.stage;
-        max_stage = std::max(max_stage, stage + (p.op.kind == OpKind::SEND_F || p.op.kind == OpKind::RECV_B ? 1 : 0));
+        max_stage =
+            std::max(max_stage,
+                     stage + (p.op.kind == OpKind::SEND_F || p.op.kind == OpKind::RECV_B ? 1 : 0));
         if (pass == 0 && !is_compute(p.op.kind)) continue;
         if (pass == 1 && owner.count(stage)) continue;
-        auto [it, inserted] = owner.emplace(stage, std::pair<int, int>{static_cast<int>(r), lines[r].number});
+        auto [it, inserted] =
+            owner.emplace(stage, std::pair<int, int>{static_cast<int>(r), lines[r].number});
         if (!inserted && it->second.first != static_cast<int>(r))
-          throw ParseError(lines[r].number, 1,
-                           fmt::format("stage {} has compute ops on rank {} and on rank {}: a stage lives on one rank",
-                                       stage, it->second.first, r));
+          throw ParseError(
+              lines[r].number, 1,
+              fmt::format(
+                  "stage {} has compute ops on rank {} and on rank {}: a stage lives on one rank",
+                  stage, it->second.first, r));
       }
     }
   }
@@ -200,7 +208,8 @@ Program Program::parse(std::string_view text) {
   for (int s = 0; s <= max_stage; ++s) {
     auto it = owner.find(s);
     if (it == owner.end())
-      throw ParseError(1, 1, fmt::format("stage {} appears in no op: cannot place it on a rank", s));
+      throw ParseError(1, 1,
+                       fmt::format("stage {} appears in no op: cannot place it on a rank", s));
     const int r = it->second.first;
     placement[static_cast<std::size_t>(s)] = {r, chunk_count[static_cast<std::size_t>(r)]++};
   }

@@ -31,7 +31,9 @@ Registry& Registry::instance() {
   return registry;
 }
 
-void Registry::add(Generator generator) { generators_.push_back(std::move(generator)); }
+void Registry::add(Generator generator) {
+  generators_.push_back(std::move(generator));
+}
 
 const Generator* Registry::find(std::string_view name) const {
   for (const auto& g : generators_) {
@@ -55,19 +57,24 @@ Program generate(std::string_view kind, const ScheduleParams& params) {
 }
 
 void check_common_params(const ScheduleParams& p) {
-  if (p.ranks < 1) throw ParameterError("ranks", fmt::format("ranks must be >= 1, got {}", p.ranks));
+  if (p.ranks < 1)
+    throw ParameterError("ranks", fmt::format("ranks must be >= 1, got {}", p.ranks));
   if (p.microbatches < 1)
     throw ParameterError("microbatches",
                          fmt::format("microbatches must be >= 1, got {}", p.microbatches));
-  if (p.chunks < 1) throw ParameterError("chunks", fmt::format("chunks must be >= 1, got {}", p.chunks));
+  if (p.chunks < 1)
+    throw ParameterError("chunks", fmt::format("chunks must be >= 1, got {}", p.chunks));
   if (p.microbatch_group_size < 0)
-    throw ParameterError("microbatch_group_size",
-                         fmt::format("microbatch_group_size must be >= 1, got {}", p.microbatch_group_size));
+    throw ParameterError(
+        "microbatch_group_size",
+        fmt::format("microbatch_group_size must be >= 1, got {}", p.microbatch_group_size));
   // Stage and microbatch indices are 32-bit and the op lists must fit in memory.
   const double compute_ops = 2.0 * p.ranks * p.chunks * p.microbatches;  // double: cannot overflow
   if (compute_ops > 4e8)
-    throw ParameterError("microbatches", fmt::format("{} ranks x {} chunks x {} microbatches is too large to simulate",
-                                                     p.ranks, p.chunks, p.microbatches));
+    throw ParameterError(
+        "microbatches",
+        fmt::format("{} ranks x {} chunks x {} microbatches is too large to simulate", p.ranks,
+                    p.chunks, p.microbatches));
 }
 
 }  // namespace ppsim::schedules

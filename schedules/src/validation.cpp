@@ -9,7 +9,8 @@
 namespace ppsim::schedules {
 
 bool has_fatal(const std::vector<Diagnostic>& diagnostics) {
-  return std::any_of(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) { return d.fatal; });
+  return std::any_of(diagnostics.begin(), diagnostics.end(),
+                     [](const Diagnostic& d) { return d.fatal; });
 }
 
 namespace {
@@ -47,7 +48,8 @@ class Validator {
   };
 
   std::size_t cell(int stage, int mb) const {
-    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) + static_cast<std::size_t>(mb);
+    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) +
+           static_cast<std::size_t>(mb);
   }
   std::size_t tensor_index(const Op& op) const {
     const TensorId t = tensor_of(op);
@@ -59,7 +61,8 @@ class Validator {
       ++truncated_;
       return;
     }
-    std::string text = pos >= 0 ? p_.op_text(rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
+    std::string text =
+        pos >= 0 ? p_.op_text(rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
     std::string where = pos >= 0 ? fmt::format("rank {} op {} ({}): ", rank, pos, text)
                                  : (rank >= 0 ? fmt::format("rank {}: ", rank) : "");
     out_.push_back({std::move(kind), rank, pos, std::move(text), where + message, fatal});
@@ -73,21 +76,25 @@ class Validator {
       return false;
     }
     if (p_.rank_of(op.stage) != r) {
-      report("wrong_rank", r, pos, fmt::format("stage {} lives on rank {}", op.stage, p_.rank_of(op.stage)), true);
+      report("wrong_rank", r, pos,
+             fmt::format("stage {} lives on rank {}", op.stage, p_.rank_of(op.stage)), true);
       return false;
     }
     if (is_comm(op.kind)) {
       const int peer = p_.peer_of(op);
       if (peer < 0) {
         report("bad_comm", r, pos,
-               fmt::format("stage {} has no {} neighbour", op.stage,
-                           op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B ? "next" : "previous"),
+               fmt::format(
+                   "stage {} has no {} neighbour", op.stage,
+                   op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B ? "next" : "previous"),
                true);
         return false;
       }
       if (peer == r) {
         report("bad_comm", r, pos,
-               fmt::format("the neighbouring stage is on the same rank {}: no communication is needed", r), true);
+               fmt::format(
+                   "the neighbouring stage is on the same rank {}: no communication is needed", r),
+               true);
         return false;
       }
     }
@@ -99,10 +106,12 @@ class Validator {
   void check_input(int r, int pos, std::size_t tensor, std::string_view what) {
     const std::int32_t s = recv_state_[tensor];
     if (s == kNone)
-      report("missing_receive", r, pos, fmt::format("needs {} from another rank but no receive precedes it", what), false);
+      report("missing_receive", r, pos,
+             fmt::format("needs {} from another rank but no receive precedes it", what), false);
     else if (s >= 0)
       report("read_before_wait", r, pos,
-             fmt::format("reads {} while its receive (request #{}) has not been waited", what, s), false);
+             fmt::format("reads {} while its receive (request #{}) has not been waited", what, s),
+             false);
   }
 
   void check_rank(int r) {
@@ -117,8 +126,9 @@ class Validator {
           auto it = outstanding.find(id);
           if (it == outstanding.end()) {
             report(finished.count(id) ? "double_wait" : "unknown_request", r, pos,
-                   finished.count(id) ? fmt::format("request #{} was already waited", id)
-                                      : fmt::format("request #{} was never posted before this WAIT", id),
+                   finished.count(id)
+                       ? fmt::format("request #{} was already waited", id)
+                       : fmt::format("request #{} was never posted before this WAIT", id),
                    true);
             continue;
           }
@@ -136,25 +146,31 @@ class Validator {
       switch (op.kind) {
         case OpKind::F:
           if (local_prev && counts_[cell(s - 1, m)].f == 0)
-            report("order", r, pos, fmt::format("runs before {}F{} on the same rank", s - 1, m), true);
-          if (s > 0 && !local_prev) check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_F, s, m)), "its activation");
+            report("order", r, pos, fmt::format("runs before {}F{} on the same rank", s - 1, m),
+                   true);
+          if (s > 0 && !local_prev)
+            check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_F, s, m)), "its activation");
           ++c.f;
           break;
         case OpKind::B:
         case OpKind::I: {
           if (c.f == 0) report("order", r, pos, fmt::format("runs before {}F{}", s, m), true);
           if (local_next && counts_[cell(s + 1, m)].b + counts_[cell(s + 1, m)].i == 0)
-            report("order", r, pos, fmt::format("runs before the backward of stage {} on the same rank", s + 1), true);
+            report("order", r, pos,
+                   fmt::format("runs before the backward of stage {} on the same rank", s + 1),
+                   true);
           if (s + 1 < S_ && !local_next)
-            check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_B, s, m)), "its output gradient");
+            check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_B, s, m)),
+                        "its output gradient");
           // The backward frees the forward's output buffer: its send must be complete.
           if (s + 1 < S_ && !local_next) {
             const std::int32_t st = send_state_[tensor_index(Op::comm(OpKind::SEND_F, s, m))];
             if (st >= 0)
               report("buffer_released_before_wait", r, pos,
-                     fmt::format("frees the output of {}F{} while its send (request #{}) is not waited: "
-                                 "Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
-                                 s, m, st),
+                     fmt::format(
+                         "frees the output of {}F{} while its send (request #{}) is not waited: "
+                         "Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
+                         s, m, st),
                      false);
           }
           ++(op.kind == OpKind::B ? c.b : c.i);
@@ -172,18 +188,22 @@ class Validator {
           const bool send = is_send(op.kind);
           auto& state = send ? send_state_ : recv_state_;
           if (state[t] != kNone) {
-            report("duplicate_comm", r, pos, "the same tensor is already transferred by an earlier op", true);
+            report("duplicate_comm", r, pos,
+                   "the same tensor is already transferred by an earlier op", true);
             break;
           }
           if (op.kind == OpKind::SEND_F && c.f == 0)
-            report("order", r, pos, fmt::format("sends the output of {}F{} before it runs", s, m), true);
+            report("order", r, pos, fmt::format("sends the output of {}F{} before it runs", s, m),
+                   true);
           if (op.kind == OpKind::SEND_B && c.b + c.i == 0)
-            report("order", r, pos, fmt::format("sends the input gradient of stage {} before its backward runs", s), true);
+            report("order", r, pos,
+                   fmt::format("sends the input gradient of stage {} before its backward runs", s),
+                   true);
           state[t] = kSettled;
           if (op.async) {
             if (outstanding.count(op.request) || finished.count(op.request)) {
-              report("duplicate_request", r, pos, fmt::format("request id #{} is used twice on rank {}", op.request, r),
-                     true);
+              report("duplicate_request", r, pos,
+                     fmt::format("request id #{} is used twice on rank {}", op.request, r), true);
               break;
             }
             outstanding.emplace(op.request, Request{t, send});
@@ -191,7 +211,8 @@ class Validator {
           }
           break;
         }
-        case OpKind::WAIT: break;
+        case OpKind::WAIT:
+          break;
       }
     }
     std::vector<std::int32_t> left;
@@ -215,14 +236,17 @@ class Validator {
       for (int m = 0; m < M_; ++m) {
         const Counts& c = counts_[cell(s, m)];
         auto at = [&](std::string kind, std::string msg, bool fatal) {
-          report(std::move(kind), r, -1, fmt::format("stage {} microbatch {}: {}", s, m, msg), fatal);
+          report(std::move(kind), r, -1, fmt::format("stage {} microbatch {}: {}", s, m, msg),
+                 fatal);
         };
         if (c.f == 0) at("missing_compute", fmt::format("no forward {}F{}", s, m), false);
-        if (c.f > 1) at("duplicate_compute", fmt::format("{}F{} appears {} times", s, m, c.f), false);
+        if (c.f > 1)
+          at("duplicate_compute", fmt::format("{}F{} appears {} times", s, m, c.f), false);
         if (c.b > 0 && (c.i > 0 || c.w > 0))
           at("mixed_backward", "has both a full B and a split I/W backward", false);
         else if (c.b == 0 && c.i == 0)
-          at("missing_compute", fmt::format("no backward ({}B{} or {}I{} + {}W{})", s, m, s, m, s, m), false);
+          at("missing_compute",
+             fmt::format("no backward ({}B{} or {}I{} + {}W{})", s, m, s, m, s, m), false);
         else if (c.b > 1 || c.i > 1 || c.w > 1)
           at("duplicate_compute", "backward appears more than once", false);
         else if (c.i == 1 && c.w == 0)
@@ -232,12 +256,15 @@ class Validator {
             const std::size_t t = (backward ? counts_.size() : 0) + cell(s, m);
             const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;
             if (sent == received) continue;
-            const std::string tensor = backward ? fmt::format("gradient {}->{} of microbatch {}", s + 1, s, m)
-                                                : fmt::format("activation {}->{} of microbatch {}", s, s + 1, m);
-            const int sender = p_.rank_of(backward ? s + 1 : s), receiver = p_.rank_of(backward ? s : s + 1);
+            const std::string tensor =
+                backward ? fmt::format("gradient {}->{} of microbatch {}", s + 1, s, m)
+                         : fmt::format("activation {}->{} of microbatch {}", s, s + 1, m);
+            const int sender = p_.rank_of(backward ? s + 1 : s),
+                      receiver = p_.rank_of(backward ? s : s + 1);
             report(sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
-                   sent ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
-                        : fmt::format("receives the {} but rank {} never sends it", tensor, sender),
+                   sent
+                       ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
+                       : fmt::format("receives the {} but rank {} never sends it", tensor, sender),
                    false);
           }
         }
@@ -255,6 +282,8 @@ class Validator {
 
 }  // namespace
 
-std::vector<Diagnostic> validate(const Program& program) { return Validator(program).run(); }
+std::vector<Diagnostic> validate(const Program& program) {
+  return Validator(program).run();
+}
 
 }  // namespace ppsim::schedules

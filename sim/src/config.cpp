@@ -14,7 +14,8 @@ namespace ppsim::sim {
 
 using nlohmann::json;
 
-ConfigError::ConfigError(const std::string& source, const std::string& key, const std::string& message)
+ConfigError::ConfigError(const std::string& source, const std::string& key,
+                         const std::string& message)
     : std::runtime_error(key.empty() ? fmt::format("{}: {}", source, message)
                                      : fmt::format("{}: key '{}': {}", source, key, message)),
       source_(source),
@@ -98,7 +99,8 @@ void apply_override(json& config, const std::string& assignment) {
   std::size_t start = 0;
   while (true) {
     const auto dot = path.find('.', start);
-    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (part.empty()) throw ConfigError(source, path, "empty key component");
     // null: a section the config does not have yet, e.g. --set comm.style=blocking without "comm".
     if (!node->is_object() && !node->is_null())
@@ -118,7 +120,8 @@ class Reader {
   Reader(const json& j, std::string source, std::string prefix)
       : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
     if (!j_.is_object())
-      throw ConfigError(source_, prefix_.empty() ? "(top level)" : prefix_.substr(0, prefix_.size() - 1),
+      throw ConfigError(source_,
+                        prefix_.empty() ? "(top level)" : prefix_.substr(0, prefix_.size() - 1),
                         fmt::format("expected an object, got {}", describe(j_)));
   }
 
@@ -129,7 +132,9 @@ class Reader {
   }
 
   std::string key(const std::string& k) const { return prefix_ + k; }
-  [[noreturn]] void fail(const std::string& k, const std::string& msg) const { throw ConfigError(source_, key(k), msg); }
+  [[noreturn]] void fail(const std::string& k, const std::string& msg) const {
+    throw ConfigError(source_, key(k), msg);
+  }
 
   const json* get(const std::string& k) {
     known_.insert(k);
@@ -158,10 +163,11 @@ class Reader {
   std::int64_t bytes(const std::string& k, std::int64_t def) {
     const json* v = get(k);
     if (!v) return def;
-    if (!v->is_number() || v->get<double>() < 0 || std::floor(v->get<double>()) != v->get<double>() ||
-        v->get<double>() > 9.0e18)
+    if (!v->is_number() || v->get<double>() < 0 ||
+        std::floor(v->get<double>()) != v->get<double>() || v->get<double>() > 9.0e18)
       fail(k, fmt::format("expected a whole number of bytes >= 0, got {}", describe(*v)));
-    return v->is_number_integer() ? v->get<std::int64_t>() : static_cast<std::int64_t>(v->get<double>());
+    return v->is_number_integer() ? v->get<std::int64_t>()
+                                  : static_cast<std::int64_t>(v->get<double>());
   }
   int integer(const std::string& k, int def, int min, bool required = false) {
     const json* v = get(k);
@@ -188,7 +194,8 @@ class Reader {
     if (!v->is_boolean()) fail(k, fmt::format("expected true or false, got {}", describe(*v)));
     return v->get<bool>();
   }
-  std::string one_of(const std::string& k, std::string def, std::initializer_list<std::string_view> allowed) {
+  std::string one_of(const std::string& k, std::string def,
+                     std::initializer_list<std::string_view> allowed) {
     std::string v = string(k, def);
     for (auto a : allowed)
       if (v == a) return v;
@@ -229,21 +236,24 @@ Config parse_config(const json& j, const std::string& source) {
   c.time_unit = top.one_of("time_unit", "ms", {"s", "ms", "us", "ns"});
 
   const json* sched = top.get("schedule");
-  if (!sched) top.fail("schedule", "is required: expected an object with at least kind, ranks, microbatches");
+  if (!sched)
+    top.fail("schedule", "is required: expected an object with at least kind, ranks, microbatches");
   {
     Reader s(*sched, source, "schedule.");
     c.kind = s.string("kind", "", true);
     if (c.kind == "custom") {
       const json* ops = s.get("ops");
       if (!ops || !(ops->is_array() || ops->is_string()))
-        s.fail("ops", "kind \"custom\" needs ops: an array with one op string per rank (\"0F0,0F1,...\")");
+        s.fail("ops",
+               "kind \"custom\" needs ops: an array with one op string per rank (\"0F0,0F1,...\")");
       if (ops->is_string()) {
         std::istringstream in(ops->get<std::string>());
         for (std::string line; std::getline(in, line);) c.custom_ops.push_back(line);
       } else {
         for (std::size_t i = 0; i < ops->size(); ++i) {
           if (!(*ops)[i].is_string())
-            s.fail(fmt::format("ops[{}]", i), fmt::format("expected a string of ops, got {}", Reader::describe((*ops)[i])));
+            s.fail(fmt::format("ops[{}]", i),
+                   fmt::format("expected a string of ops, got {}", Reader::describe((*ops)[i])));
           c.custom_ops.push_back((*ops)[i].get<std::string>());
         }
       }
@@ -275,7 +285,8 @@ Config parse_config(const json& j, const std::string& source) {
           if (used != it.key().size()) stage = -1;
         } catch (const std::exception&) {
         }
-        if (stage < 0) ps.fail(it.key(), "expected a stage number as key, e.g. \"3\": {\"forward\": 1.5}");
+        if (stage < 0)
+          ps.fail(it.key(), "expected a stage number as key, e.g. \"3\": {\"forward\": 1.5}");
         Reader one(it.value(), source, fmt::format("costs.per_stage.{}.", it.key()));
         c.stage_costs[stage] = read_costs(one);
         one.reject_unknown();
@@ -287,20 +298,24 @@ Config parse_config(const json& j, const std::string& source) {
 
   if (const json* comm = top.get("comm")) {
     Reader r(*comm, source, "comm.");
-    const std::string style = r.one_of("style", "async", {"blocking", "async-send", "batched", "async"});
+    const std::string style =
+        r.one_of("style", "async", {"blocking", "async-send", "batched", "async"});
     schedules::parse_comm_style(style, c.lowering.style);
     c.network.latency = r.number("latency", 0);
     c.network.bandwidth = r.number("bandwidth", 0);
     c.network.boundary_bytes = r.bytes("boundary_bytes", 0);
     c.network.eager_limit = r.bytes("eager_limit", 0);
-    c.network.matching = r.one_of("matching", "tag", {"tag", "fifo"}) == "tag" ? Matching::tag : Matching::fifo;
+    c.network.matching =
+        r.one_of("matching", "tag", {"tag", "fifo"}) == "tag" ? Matching::tag : Matching::fifo;
     if (const json* pf = r.get("prefetch")) {
       if (pf->is_string() && pf->get<std::string>() == "all")
         c.lowering.prefetch = schedules::LoweringOptions::kPrefetchAll;
-      else if (pf->is_number_integer() && pf->get<long long>() >= 0 && pf->get<long long>() < 1'000'000'000)
+      else if (pf->is_number_integer() && pf->get<long long>() >= 0 &&
+               pf->get<long long>() < 1'000'000'000)
         c.lowering.prefetch = static_cast<int>(pf->get<long long>());
       else
-        r.fail("prefetch", fmt::format("expected an integer >= 0 or \"all\", got {}", Reader::describe(*pf)));
+        r.fail("prefetch",
+               fmt::format("expected an integer >= 0 or \"all\", got {}", Reader::describe(*pf)));
     }
     r.reject_unknown();
   }
@@ -312,8 +327,9 @@ Config parse_config(const json& j, const std::string& source) {
     c.memory.static_bytes = r.bytes("static_bytes", 0);
     c.memory.deallocate_outputs = r.boolean("deallocate_outputs", false);
     if (c.memory.weight_stash_bytes > c.memory.activation_bytes)
-      r.fail("weight_stash_bytes", fmt::format("must not exceed activation_bytes ({}), got {}",
-                                               c.memory.activation_bytes, c.memory.weight_stash_bytes));
+      r.fail("weight_stash_bytes",
+             fmt::format("must not exceed activation_bytes ({}), got {}", c.memory.activation_bytes,
+                         c.memory.weight_stash_bytes));
     r.reject_unknown();
   }
   top.reject_unknown();
@@ -340,7 +356,9 @@ double microseconds_per_unit(const std::string& unit) {
 namespace {
 
 StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
-  auto pick = [](const std::optional<double>& a, const std::optional<double>& b) { return a ? a : b; };
+  auto pick = [](const std::optional<double>& a, const std::optional<double>& b) {
+    return a ? a : b;
+  };
   const auto f = pick(s.forward, c.costs.forward);
   // A stage that splits B does not inherit a full B from above, and a stage that gives a full B
   // does not inherit the split: otherwise the check below would blame a key the user never wrote.
@@ -361,7 +379,8 @@ StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
     out.backward = *bi + *bw;
     if (b && std::abs(*b - out.backward) > 1e-9 * std::max(1.0, std::abs(*b)))
       throw ConfigError(c.source, key + "backward",
-                        fmt::format("must equal backward_input + backward_weight = {}, got {}", out.backward, *b));
+                        fmt::format("must equal backward_input + backward_weight = {}, got {}",
+                                    out.backward, *b));
   } else if (b) {
     out.backward = *b;
     out.backward_input = out.backward_weight = 0;
@@ -403,9 +422,9 @@ BuiltRun build(const Config& c) {
   const StageCost base = resolve(c, CostSpec{}, "costs.");
   for (int s = 0; s < S; ++s) {
     auto it = c.stage_costs.find(s);
-    run.options.costs.stages.push_back(it == c.stage_costs.end()
-                                           ? base
-                                           : resolve(c, it->second, fmt::format("costs.per_stage.{}.", s)));
+    run.options.costs.stages.push_back(
+        it == c.stage_costs.end() ? base
+                                  : resolve(c, it->second, fmt::format("costs.per_stage.{}.", s)));
   }
   run.options.network = c.network;
   run.options.memory = c.memory;

@@ -19,10 +19,13 @@ struct CycleCollector {
   }
 };
 
-BlockedOp blocked_op(const WaitEdge& e) { return {e.rank, e.position, e.op, e.peer, e.waiting_for}; }
+BlockedOp blocked_op(const WaitEdge& e) {
+  return {e.rank, e.position, e.op, e.peer, e.waiting_for};
+}
 }  // namespace
 
-Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges, const std::vector<bool>& finished) {
+Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
+                       const std::vector<bool>& finished) {
   Graph g(static_cast<std::size_t>(ranks));
   std::set<std::pair<int, int>> added;  // a WAIT on two requests to one peer is one edge
   for (const auto& e : edges)
@@ -70,7 +73,8 @@ std::string Deadlock::describe() const {
     for (const auto& b : c) ops.push_back(one(b));
     parts.push_back(fmt::format("cycle: {}", fmt::join(ops, "; ")));
   }
-  for (const auto& b : unmatched) parts.push_back(fmt::format("unmatched: {} (rank {} has finished)", one(b), b.peer));
+  for (const auto& b : unmatched)
+    parts.push_back(fmt::format("unmatched: {} (rank {} has finished)", one(b), b.peer));
   for (const auto& b : blocked) parts.push_back(fmt::format("waiting: {}", one(b)));
   return fmt::format("{}", fmt::join(parts, "\n"));
 }

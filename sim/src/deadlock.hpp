@@ -15,8 +15,9 @@ struct WaitEdge {
   std::string waiting_for;
 };
 
-// Elementary cycles of the rank -> peer graph (Boost.Graph, Hawick-James), then the rest: edges into finished ranks are
-// unmatched ops, other edges are ranks blocked behind a cycle.
-Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges, const std::vector<bool>& finished);
+// Elementary cycles of the rank -> peer graph (Boost.Graph, Hawick-James), then the rest: edges
+// into finished ranks are unmatched ops, other edges are ranks blocked behind a cycle.
+Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
+                       const std::vector<bool>& finished);
 
 }  // namespace ppsim::sim

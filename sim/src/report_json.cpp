@@ -24,7 +24,10 @@ json to_json(const Deadlock& d) {
   json unmatched = json::array(), waiting = json::array();
   for (const auto& b : d.unmatched) unmatched.push_back(blocked(b));
   for (const auto& b : d.blocked) waiting.push_back(blocked(b));
-  return {{"cycles", cycles}, {"unmatched", unmatched}, {"blocked", waiting}, {"message", d.describe()}};
+  return {{"cycles", cycles},
+          {"unmatched", unmatched},
+          {"blocked", waiting},
+          {"message", d.describe()}};
 }
 
 json to_json(const schedules::Diagnostic& d) {
@@ -47,7 +50,8 @@ json to_json(const Analysis& a) {
   j["stages"] = p.stages();
   j["chunks"] = p.chunks();
   j["microbatches"] = p.microbatches();
-  j["comm_style"] = c.kind == "custom" ? "custom" : std::string(schedules::to_string(c.lowering.style));
+  j["comm_style"] =
+      c.kind == "custom" ? "custom" : std::string(schedules::to_string(c.lowering.style));
   j["matching"] = std::string(to_string(c.network.matching));
   j["time_unit"] = c.time_unit;
   j["ops"] = p.total_ops();

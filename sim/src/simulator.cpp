@@ -14,7 +14,9 @@
 
 namespace ppsim::sim {
 
-std::string_view to_string(Matching m) { return m == Matching::tag ? "tag" : "fifo"; }
+std::string_view to_string(Matching m) {
+  return m == Matching::tag ? "tag" : "fifo";
+}
 
 namespace {
 
@@ -39,7 +41,8 @@ void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
   std::uintptr_t end = begin + n * sizeof(T);
   begin = (begin + kHuge - 1) & ~(kHuge - 1);
   end &= ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
+  if (end > begin)
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
 #endif
   v.assign(n, value);
 }
@@ -53,7 +56,7 @@ struct Endpoint {
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
   std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, complete : 1 = 0, waited : 1 = 0,
-      buffer_live : 1 = 0, eager : 1 = 0, arrived : 1 = 0;
+                      buffer_live : 1 = 0, eager : 1 = 0, arrived : 1 = 0;
   std::uint8_t frees_when_sent : 1 = 0;  // a gradient, or an output under deallocate_outputs
 };
 
@@ -73,7 +76,9 @@ class EventQueue {
   using Event = unsigned __int128;
   bool empty() const { return h_.empty(); }
   double top_time() const { return time_of(h_.front()); }
-  static double time_of(Event e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e >> 64)); }
+  static double time_of(Event e) {
+    return std::bit_cast<double>(static_cast<std::uint64_t>(e >> 64));
+  }
   static std::uint32_t code_of(Event e) { return static_cast<std::uint32_t>(e); }
 
   void push(double time, std::uint32_t code) {
@@ -154,7 +159,6 @@ class Engine {
       const auto e = queue_.pop();
       const double time = EventQueue::time_of(e);
       const std::uint32_t code = EventQueue::code_of(e);
-      last_time_ = std::max(last_time_, time);
       if (code & kRankBit)
         resume(static_cast<int>(code & ~kRankBit), time);
       else
@@ -166,7 +170,8 @@ class Engine {
  private:
   // ---- setup -------------------------------------------------------------------------------
   std::size_t cell(int boundary, int mb) const {
-    return static_cast<std::size_t>(boundary) * static_cast<std::size_t>(M_) + static_cast<std::size_t>(mb);
+    return static_cast<std::size_t>(boundary) * static_cast<std::size_t>(M_) +
+           static_cast<std::size_t>(mb);
   }
   std::size_t tensor_index(const Op& op) const {
     const auto t = schedules::tensor_of(op);
@@ -175,7 +180,8 @@ class Engine {
 
   void setup() {
     if (static_cast<int>(o_.costs.stages.size()) != S_)
-      throw SimulationError(fmt::format("cost model has {} stages, program has {}", o_.costs.stages.size(), S_));
+      throw SimulationError(
+          fmt::format("cost model has {} stages, program has {}", o_.costs.stages.size(), S_));
     for (int s = 0; s < S_; ++s) {
       const StageCost& c = o_.costs.stages[static_cast<std::size_t>(s)];
       if (c.forward < 0 || c.backward < 0 || c.backward_input < 0 || c.backward_weight < 0)
@@ -188,10 +194,13 @@ class Engine {
     assign_huge(slot_, 2 * cell_count_, kNoEndpoint);
     assign_huge(recv_ep_, 2 * cell_count_, kNoEndpoint);
     assign_huge(send_f_ep_, cell_count_, kNoEndpoint);
-    assign_huge(inflight_, static_cast<std::size_t>(R_) * static_cast<std::size_t>(M_), std::uint16_t{0});
+    assign_huge(inflight_, static_cast<std::size_t>(R_) * static_cast<std::size_t>(M_),
+                std::uint16_t{0});
     ranks_.resize(static_cast<std::size_t>(R_));
     xfer_time_ = o_.network.latency +
-                 (o_.network.bandwidth > 0 ? static_cast<double>(o_.network.boundary_bytes) / o_.network.bandwidth : 0);
+                 (o_.network.bandwidth > 0
+                      ? static_cast<double>(o_.network.boundary_bytes) / o_.network.bandwidth
+                      : 0);
     eager_ = o_.network.eager_limit > 0 && o_.network.boundary_bytes <= o_.network.eager_limit;
 
     // All ranks' ops in one huge-page array: the engine hops between ranks at every event, and
@@ -208,8 +217,10 @@ class Engine {
         n_eps += schedules::is_comm(op.kind);
         ops_[n_ops++] = op;
       }
-      if (n_eps >= static_cast<std::size_t>(kRankBit)) throw SimulationError("too many communication ops");
-      rs.dense_limit = static_cast<std::int32_t>(std::min<std::size_t>(4 * ops.size() + 64, kRankBit - 1));
+      if (n_eps >= static_cast<std::size_t>(kRankBit))
+        throw SimulationError("too many communication ops");
+      rs.dense_limit =
+          static_cast<std::int32_t>(std::min<std::size_t>(4 * ops.size() + 64, kRankBit - 1));
     }
     assign_huge(eps_, n_eps, Endpoint{});
   }
@@ -225,13 +236,15 @@ class Engine {
     e.frees_when_sent = e.send && (op.kind == OpKind::SEND_B || o_.memory.deallocate_outputs);
     const int peer = p_.peer_of(op);
     if (peer < 0 || peer == r)
-      throw SimulationError(fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
+      throw SimulationError(
+          fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
     const int key = e.send ? peer : -peer - 1;
     e.link = -1;
     for (const auto& [k, l] : rs.links)
       if (k == key) e.link = l;
     if (e.link < 0) {
-      const long long pair = e.send ? static_cast<long long>(r) * R_ + peer : static_cast<long long>(peer) * R_ + r;
+      const long long pair =
+          e.send ? static_cast<long long>(r) * R_ + peer : static_cast<long long>(peer) * R_ + r;
       auto [it, inserted] = link_ids_.emplace(pair, static_cast<int>(links_.size()));
       if (inserted) links_.emplace_back();
       e.link = it->second;
@@ -240,7 +253,8 @@ class Engine {
     if (op.async) {
       if (op.request < rs.dense_limit) {
         if (static_cast<std::size_t>(op.request) >= rs.request_ep.size())
-          rs.request_ep.resize(std::max<std::size_t>(static_cast<std::size_t>(op.request) + 1, 2 * rs.request_ep.size()),
+          rs.request_ep.resize(std::max<std::size_t>(static_cast<std::size_t>(op.request) + 1,
+                                                     2 * rs.request_ep.size()),
                                kNoEndpoint);
         rs.request_ep[static_cast<std::size_t>(op.request)] = id;
       } else {
@@ -264,32 +278,43 @@ class Engine {
     } else if (auto it = rs.sparse_request_ep.find(request); it != rs.sparse_request_ep.end()) {
       return it->second;
     }
-    throw SimulationError(fmt::format("rank {}: WAIT on request #{} that was never posted", r, request));
+    throw SimulationError(
+        fmt::format("rank {}: WAIT on request #{} that was never posted", r, request));
   }
 
   // ---- events ------------------------------------------------------------------------------
-  void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank) | kRankBit); }
+  void wake(int rank, double time) {
+    queue_.push(time, static_cast<std::uint32_t>(rank) | kRankBit);
+  }
 
   double duration(int r, const Op& op) const {
     const StageCost& c = o_.costs.stages[static_cast<std::size_t>(op.stage)];
     switch (op.kind) {
-      case OpKind::F: return c.forward;
-      case OpKind::B: return c.backward;
+      case OpKind::F:
+        return c.forward;
+      case OpKind::B:
+        return c.backward;
       case OpKind::I:
       case OpKind::W:
         if (!c.split)
-          throw SimulationError(fmt::format("rank {}: {} needs backward_input and backward_weight costs for stage {}, "
-                                            "only backward was given", r, schedules::op_text(op), op.stage));
+          throw SimulationError(fmt::format(
+              "rank {}: {} needs backward_input and backward_weight costs for stage {}, "
+              "only backward was given",
+              r, schedules::op_text(op), op.stage));
         return op.kind == OpKind::I ? c.backward_input : c.backward_weight;
-      default: return 0;
+      default:
+        return 0;
     }
   }
 
-  void error(std::string kind, int rank, int pos, std::string message) {
+  // `time` < 0: the problem is not tied to a moment (found after the run).
+  void error(std::string kind, int rank, int pos, double time, std::string message) {
     if (errors_.size() >= 1000) return;
     std::string text = pos >= 0 ? p_.op_text(rank, op_at(rank, static_cast<std::size_t>(pos))) : "";
+    std::string when = time >= 0 ? fmt::format(" at t={}", time) : "";
     errors_.push_back({std::move(kind), rank, pos, text,
-                       fmt::format("rank {} op {} ({}) at t={}: {}", rank, pos, text, last_time_, message), false});
+                       fmt::format("rank {} op {} ({}){}: {}", rank, pos, text, when, message),
+                       false});
   }
 
   void memory(RankState& rs, int rank, std::int64_t delta, double time) {
@@ -299,7 +324,8 @@ class Engine {
     if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
   }
   void stash(RankState& rs, int rank, int mb, int delta, double time) {
-    auto& n = inflight_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(M_) + static_cast<std::size_t>(mb)];
+    auto& n = inflight_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(M_) +
+                        static_cast<std::size_t>(mb)];
     const bool was = n > 0;
     n = static_cast<std::uint16_t>(n + delta);
     if (was != (n > 0)) {
@@ -318,7 +344,8 @@ class Engine {
     const std::int64_t act = o_.memory.activation_bytes;
     switch (op.kind) {
       case OpKind::F: {
-        if (op.stage > 0) check_read(recv_ep_[cell(op.stage - 1, op.microbatch)], r, pos, "its activation");
+        if (op.stage > 0)
+          check_read(recv_ep_[cell(op.stage - 1, op.microbatch)], r, pos, t, "its activation");
         stash(rs, r, op.microbatch, +1, t);
         memory(rs, r, act, t);
         break;
@@ -326,28 +353,31 @@ class Engine {
       case OpKind::B:
       case OpKind::I: {
         if (op.stage + 1 < S_) {
-          check_read(recv_ep_[cell_count_ + cell(op.stage, op.microbatch)], r, pos, "its output gradient");
+          check_read(recv_ep_[cell_count_ + cell(op.stage, op.microbatch)], r, pos, t,
+                     "its output gradient");
           const std::int32_t se = send_f_ep_[cell(op.stage, op.microbatch)];
           if (se != kNoEndpoint) {
             const Endpoint& e = eps_[static_cast<std::size_t>(se)];
             if (e.async && e.posted && !e.waited)
-              error("buffer_released_before_wait", r, pos,
-                    fmt::format("frees the output sent by {} before that request is waited "
-                                "(Gloo: \"Cannot lock pointer to unbound buffer\")",
-                                p_.op_text(e.rank, op_at(e.rank, static_cast<std::size_t>(e.pos)))));
+              error(
+                  "buffer_released_before_wait", r, pos, t,
+                  fmt::format("frees the output sent by {} before that request is waited "
+                              "(Gloo: \"Cannot lock pointer to unbound buffer\")",
+                              p_.op_text(e.rank, op_at(e.rank, static_cast<std::size_t>(e.pos)))));
           }
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     if (obs_) obs_->on_compute(r, pos, t, t + duration(r, op));
   }
-  void check_read(std::int32_t ep, int r, int pos, const char* what) {
+  void check_read(std::int32_t ep, int r, int pos, double t, const char* what) {
     if (ep == kNoEndpoint) return;
     const Endpoint& e = eps_[static_cast<std::size_t>(ep)];
     if (e.async && e.rank == r && !e.waited)
-      error("read_before_wait", r, pos,
+      error("read_before_wait", r, pos, t,
             fmt::format("reads {} before its receive {} is waited", what,
                         p_.op_text(r, op_at(r, static_cast<std::size_t>(e.pos)))));
   }
@@ -377,7 +407,8 @@ class Engine {
         memory(rs, r, -ws, t);
         stash(rs, r, op.microbatch, -1, t);
         break;
-      default: break;
+      default:
+        break;
     }
   }
   void release_recv(std::int32_t ep, int r, double t) {
@@ -386,7 +417,9 @@ class Engine {
     if (e.rank == r && e.complete) release_buffer(e, t);
   }
 
-  const Op& op_at(int rank, std::size_t pos) const { return ranks_[static_cast<std::size_t>(rank)].ops[pos]; }
+  const Op& op_at(int rank, std::size_t pos) const {
+    return ranks_[static_cast<std::size_t>(rank)].ops[pos];
+  }
 
   void resume(int r, double t) {
     RankState& rs = ranks_[static_cast<std::size_t>(r)];
@@ -478,7 +511,7 @@ class Engine {
     for (std::int32_t id = rs.ep_base; id < rs.ep_base + rs.next_ep; ++id) {
       const Endpoint& e = eps_[static_cast<std::size_t>(id)];
       if (e.async && !e.waited)
-        error("never_waited", r, e.pos, "request is never waited before the rank finishes");
+        error("never_waited", r, e.pos, rs.end, "request is never waited before the rank finishes");
     }
   }
 
@@ -503,8 +536,9 @@ class Engine {
         return;
       }
       if (eps_[static_cast<std::size_t>(slot)].send == e.send)
-        throw SimulationError(fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor",
-                                          e.rank, e.pos, p_.op_text(e.rank, op)));
+        throw SimulationError(
+            fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor", e.rank,
+                        e.pos, p_.op_text(e.rank, op)));
       other = slot;
       slot = kNoEndpoint;
     } else {
@@ -531,9 +565,11 @@ class Engine {
       const Op& so = op_at(s.rank, static_cast<std::size_t>(s.pos));
       const Op& ro = op_at(r.rank, static_cast<std::size_t>(r.pos));
       if (!(schedules::tensor_of(so) == schedules::tensor_of(ro)))
-        error("message_order_mismatch", r.rank, r.pos,
-              fmt::format("receives the message of {} on rank {}: under fifo matching (NCCL) the wrong "
-                          "tensor would be delivered silently", p_.op_text(s.rank, so), s.rank));
+        error("message_order_mismatch", r.rank, r.pos, t,
+              fmt::format(
+                  "receives the message of {} on rank {}: under fifo matching (NCCL) the wrong "
+                  "tensor would be delivered silently",
+                  p_.op_text(s.rank, so), s.rank));
     }
     if (!s.eager) {
       start_transfer(send_id, t);
@@ -576,7 +612,8 @@ class Engine {
     ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
     ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
     comm_bytes_ += bytes;
-    if (obs_) obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.xfer_end - xfer_time_, s.xfer_end, bytes});
+    if (obs_)
+      obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.xfer_end - xfer_time_, s.xfer_end, bytes});
   }
 
   // Marks the endpoint done; returns its rank if that rank was blocked on it and may now go on.
@@ -662,7 +699,8 @@ class Engine {
         const Endpoint& e = eps_[static_cast<std::size_t>(request_endpoint(r, request))];
         if (e.complete) continue;
         const Op& pending = op_at(r, static_cast<std::size_t>(e.pos));
-        edges.push_back({r, static_cast<int>(rs.pc), text, p_.peer_of(pending), p_.op_text(r, pending)});
+        edges.push_back(
+            {r, static_cast<int>(rs.pc), text, p_.peer_of(pending), p_.op_text(r, pending)});
       }
     }
     return find_deadlock(R_, edges, finished);
@@ -673,10 +711,12 @@ class Engine {
       if (!e.posted || e.partner != kNoEndpoint) continue;
       // Blocked ranks are already described by the deadlock report.
       const RankState& rs = ranks_[static_cast<std::size_t>(e.rank)];
-      if (rs.block == Block::endpoint && eps_[static_cast<std::size_t>(rs.blocked_ep)].pos == e.pos) continue;
+      if (rs.block == Block::endpoint && eps_[static_cast<std::size_t>(rs.blocked_ep)].pos == e.pos)
+        continue;
       const Op& op = op_at(e.rank, static_cast<std::size_t>(e.pos));
-      error(e.send ? "unmatched_send" : "unmatched_recv", e.rank, e.pos,
-            fmt::format("posted but rank {} never {} it", p_.peer_of(op), e.send ? "receives" : "sends"));
+      error(e.send ? "unmatched_send" : "unmatched_recv", e.rank, e.pos, -1,
+            fmt::format("posted but rank {} never {} it", p_.peer_of(op),
+                        e.send ? "receives" : "sends"));
     }
   }
 
@@ -687,7 +727,6 @@ class Engine {
   std::size_t cell_count_ = 0;
   double xfer_time_ = 0;
   bool eager_ = false;
-  double last_time_ = 0;
   std::int64_t comm_bytes_ = 0;
   EventQueue queue_;
   std::vector<RankState> ranks_;
@@ -695,9 +734,10 @@ class Engine {
   std::vector<Endpoint> eps_;
   std::vector<Link> links_;
   std::unordered_map<long long, int> link_ids_;
-  std::vector<std::int32_t> slot_;       // tag matching: endpoint posted first for each tensor
-  std::vector<std::int32_t> recv_ep_;    // tensor -> receiving endpoint
-  std::vector<std::int32_t> send_f_ep_;  // forward tensor -> sending endpoint (its buffer lives until B)
+  std::vector<std::int32_t> slot_;     // tag matching: endpoint posted first for each tensor
+  std::vector<std::int32_t> recv_ep_;  // tensor -> receiving endpoint
+  std::vector<std::int32_t>
+      send_f_ep_;  // forward tensor -> sending endpoint (its buffer lives until B)
   std::vector<std::uint16_t> inflight_;  // (rank, mb) -> live stashes
   std::vector<Diagnostic> errors_;
 };

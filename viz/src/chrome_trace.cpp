@@ -12,8 +12,12 @@ namespace {
 // Thread ids inside a rank's process.
 constexpr int kComputeTid = 0;
 constexpr int kCommTid = 1;
-int send_tid(int peer) { return 2 + 2 * peer; }
-int recv_tid(int peer) { return 3 + 2 * peer; }
+int send_tid(int peer) {
+  return 2 + 2 * peer;
+}
+int recv_tid(int peer) {
+  return 3 + 2 * peer;
+}
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -33,7 +37,9 @@ class Writer {
     first_ = false;
     out_ << '{' << body << '}';
   }
-  void close(const std::string& other) { out_ << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{" << other << "}}\n"; }
+  void close(const std::string& other) {
+    out_ << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{" << other << "}}\n";
+  }
 
  private:
   std::ostream& out_;
@@ -42,20 +48,29 @@ class Writer {
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const sim::Trace& trace, const schedules::Program& program,
-                        const ChromeTraceOptions& options) {
+void write_chrome_trace(std::ostream& out, const sim::Trace& trace,
+                        const schedules::Program& program, const ChromeTraceOptions& options) {
   const double k = options.us_per_unit;
   Writer w(out);
   std::set<std::pair<int, int>> threads;  // (rank, tid) seen
   for (int r = 0; r < program.ranks(); ++r) {
-    w.event(fmt::format(R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {}"}})", r, r));
-    w.event(fmt::format(R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}})", r, r));
-    w.event(fmt::format(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"compute"}})", r, kComputeTid));
-    w.event(fmt::format(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"comm ops"}})", r, kCommTid));
+    w.event(fmt::format(
+        R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {}"}})", r, r));
+    w.event(fmt::format(
+        R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}})", r,
+        r));
+    w.event(fmt::format(
+        R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"compute"}})", r,
+        kComputeTid));
+    w.event(fmt::format(
+        R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"comm ops"}})", r,
+        kCommTid));
   }
   auto name_thread = [&](int rank, int tid, const std::string& name) {
     if (threads.insert({rank, tid}).second)
-      w.event(fmt::format(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}})", rank, tid, name));
+      w.event(
+          fmt::format(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}})",
+                      rank, tid, name));
   };
 
   for (const auto& s : trace.spans) {
@@ -64,14 +79,17 @@ void write_chrome_trace(std::ostream& out, const sim::Trace& trace, const schedu
     if (s.kind == sim::SpanKind::compute) {
       w.event(fmt::format(
           R"("ph":"X","name":"{}","cat":"compute","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"kind":"{}","stage":{},"microbatch":{},"chunk":{},"position":{}}})",
-          text, s.rank, kComputeTid, s.start * k, (s.end - s.start) * k, schedules::to_string(op.kind), op.stage,
-          op.microbatch, program.place(op.stage).chunk, s.pos));
+          text, s.rank, kComputeTid, s.start * k, (s.end - s.start) * k,
+          schedules::to_string(op.kind), op.stage, op.microbatch, program.place(op.stage).chunk,
+          s.pos));
     } else if (s.kind == sim::SpanKind::blocked) {
       std::string args = fmt::format(R"("position":{})", s.pos);
       if (op.kind != schedules::OpKind::WAIT)
-        args += fmt::format(R"(,"stage":{},"microbatch":{},"peer":{})", op.stage, op.microbatch, program.peer_of(op));
-      w.event(fmt::format(R"("ph":"X","name":"{}","cat":"comm","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{{}}})",
-                          text, s.rank, kCommTid, s.start * k, (s.end - s.start) * k, args));
+        args += fmt::format(R"(,"stage":{},"microbatch":{},"peer":{})", op.stage, op.microbatch,
+                            program.peer_of(op));
+      w.event(fmt::format(
+          R"("ph":"X","name":"{}","cat":"comm","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{{}}})",
+          text, s.rank, kCommTid, s.start * k, (s.end - s.start) * k, args));
     } else {
       w.event(fmt::format(
           R"("ph":"i","s":"t","name":"post {}","cat":"comm","pid":{},"tid":{},"ts":{:.6f},"args":{{"position":{},"peer":{}}})",
@@ -89,30 +107,33 @@ void write_chrome_trace(std::ostream& out, const sim::Trace& trace, const schedu
     const double ts = t.start * k, dur = (t.end - t.start) * k;
     w.event(fmt::format(
         R"("ph":"X","name":"{}","cat":"transfer","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"bytes":{},"to":{},"stage":{},"microbatch":{}}})",
-        escape(program.op_text(t.src_rank, sop)), t.src_rank, stid, ts, dur, t.bytes, t.dst_rank, sop.stage,
-        sop.microbatch));
+        escape(program.op_text(t.src_rank, sop)), t.src_rank, stid, ts, dur, t.bytes, t.dst_rank,
+        sop.stage, sop.microbatch));
     w.event(fmt::format(
         R"("ph":"X","name":"{}","cat":"transfer","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"bytes":{},"from":{},"stage":{},"microbatch":{}}})",
-        escape(program.op_text(t.dst_rank, rop)), t.dst_rank, rtid, ts, dur, t.bytes, t.src_rank, rop.stage,
-        rop.microbatch));
+        escape(program.op_text(t.dst_rank, rop)), t.dst_rank, rtid, ts, dur, t.bytes, t.src_rank,
+        rop.stage, rop.microbatch));
     // Flow arrow: starts inside the send slice, binds to the enclosing receive slice.
     const double mid = ts + dur / 2;
-    w.event(fmt::format(R"("ph":"s","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})", flow,
-                        t.src_rank, stid, mid));
-    w.event(fmt::format(R"("ph":"f","bp":"e","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})",
-                        flow, t.dst_rank, rtid, mid));
+    w.event(fmt::format(
+        R"("ph":"s","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})", flow,
+        t.src_rank, stid, mid));
+    w.event(fmt::format(
+        R"("ph":"f","bp":"e","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})",
+        flow, t.dst_rank, rtid, mid));
     ++flow;
   }
 
   for (const auto& c : trace.counters) {
-    w.event(fmt::format(R"("ph":"C","name":"memory","pid":{},"ts":{:.6f},"args":{{"bytes":{}}})", c.rank,
-                        c.time * k, c.memory_bytes));
-    w.event(fmt::format(R"("ph":"C","name":"inflight","pid":{},"ts":{:.6f},"args":{{"microbatches":{}}})", c.rank,
-                        c.time * k, c.inflight));
+    w.event(fmt::format(R"("ph":"C","name":"memory","pid":{},"ts":{:.6f},"args":{{"bytes":{}}})",
+                        c.rank, c.time * k, c.memory_bytes));
+    w.event(fmt::format(
+        R"("ph":"C","name":"inflight","pid":{},"ts":{:.6f},"args":{{"microbatches":{}}})", c.rank,
+        c.time * k, c.inflight));
   }
   w.close(fmt::format(R"("title":"{}","time_unit":"{}","ranks":{},"stages":{},"microbatches":{})",
-                      escape(options.title), escape(trace.time_unit), program.ranks(), program.stages(),
-                      program.microbatches()));
+                      escape(options.title), escape(trace.time_unit), program.ranks(),
+                      program.stages(), program.microbatches()));
 }
 
 }  // namespace ppsim::viz

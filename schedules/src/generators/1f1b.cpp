@@ -12,7 +12,8 @@ namespace {
 Program build(const ScheduleParams& p) {
   if (p.chunks != 1)
     throw ParameterError("chunks", fmt::format("1f1b runs one chunk per rank, got chunks={}; "
-                                               "use interleaved-1f1b for virtual stages", p.chunks));
+                                               "use interleaved-1f1b for virtual stages",
+                                               p.chunks));
   const int P = p.ranks, M = p.microbatches;
   Program program(M, make_placement(PlacementKind::loop, P, 1));
   for (int r = 0; r < P; ++r) {

@@ -10,7 +10,8 @@ namespace {
 Program build(const ScheduleParams& p) {
   if (p.chunks != 1)
     throw ParameterError("chunks", fmt::format("gpipe runs one chunk per rank, got chunks={}; "
-                                               "use interleaved-1f1b for virtual stages", p.chunks));
+                                               "use interleaved-1f1b for virtual stages",
+                                               p.chunks));
   Program program(p.microbatches, make_placement(PlacementKind::loop, p.ranks, 1));
   for (int r = 0; r < p.ranks; ++r) {
     program.reserve(r, 2 * static_cast<std::size_t>(p.microbatches));

@@ -34,20 +34,25 @@ Program build(const ScheduleParams& p) {
   // The combinations Megatron-LM rejects, with its reasons.
   if (V < 2)
     throw ParameterError("chunks", fmt::format("interleaved-1f1b needs chunks >= 2 (got {}); "
-                                               "with one chunk use 1f1b", V));
+                                               "with one chunk use 1f1b",
+                                               V));
   if (P < 3)
-    throw ParameterError("ranks", fmt::format("interleaved-1f1b needs ranks > 2 (got {}), as Megatron-LM "
-                                              "requires: with 2 ranks a batch would hold several sends "
-                                              "and receives between the same two ranks", P));
+    throw ParameterError("ranks",
+                         fmt::format("interleaved-1f1b needs ranks > 2 (got {}), as Megatron-LM "
+                                     "requires: with 2 ranks a batch would hold several sends "
+                                     "and receives between the same two ranks",
+                                     P));
   if (group < P || group > M)
-    throw ParameterError("microbatch_group_size",
-                         fmt::format("microbatch_group_size must lie in [ranks, microbatches] = [{}, {}], got {}",
-                                     P, M, group));
+    throw ParameterError(
+        "microbatch_group_size",
+        fmt::format("microbatch_group_size must lie in [ranks, microbatches] = [{}, {}], got {}", P,
+                    M, group));
   if (const int tail = M % group; tail > 0 && tail < P)
-    throw ParameterError("microbatches",
-                         fmt::format("microbatches % microbatch_group_size = {} % {} = {}: it must be 0 or >= "
-                                     "ranks ({}), otherwise the last group stalls on dependencies",
-                                     M, group, tail, P));
+    throw ParameterError(
+        "microbatches",
+        fmt::format("microbatches % microbatch_group_size = {} % {} = {}: it must be 0 or >= "
+                    "ranks ({}), otherwise the last group stalls on dependencies",
+                    M, group, tail, P));
 
   const auto table = schedule_table(M, V, group);
   const int total = M * V;
@@ -76,15 +81,16 @@ Program build(const ScheduleParams& p) {
 }  // namespace
 
 void register_interleaved_1f1b(Registry& registry) {
-  registry.add({"interleaved-1f1b",
-                {"Interleaved1F1B", "interleaved"},
-                "Megatron virtual pipeline: V chunks per rank (stage s on rank s mod P), "
-                "warm-up 2(P-r-1) + (V-1)*group forwards",
-                {{"ranks", "pipeline ranks P > 2"},
-                 {"microbatches", "M >= microbatch_group_size"},
-                 {"chunks", "virtual chunks per rank V >= 2"},
-                 {"microbatch_group_size", "microbatches per chunk before moving on (default P, >= P)"}},
-                build});
+  registry.add(
+      {"interleaved-1f1b",
+       {"Interleaved1F1B", "interleaved"},
+       "Megatron virtual pipeline: V chunks per rank (stage s on rank s mod P), "
+       "warm-up 2(P-r-1) + (V-1)*group forwards",
+       {{"ranks", "pipeline ranks P > 2"},
+        {"microbatches", "M >= microbatch_group_size"},
+        {"chunks", "virtual chunks per rank V >= 2"},
+        {"microbatch_group_size", "microbatches per chunk before moving on (default P, >= P)"}},
+       build});
 }
 
 }  // namespace ppsim::schedules::generators

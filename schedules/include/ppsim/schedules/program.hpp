@@ -31,14 +31,16 @@ class Program {
   void push(int rank, Op op) { ops(rank).push_back(op); }
   void push_wait(int rank, std::span<const std::int32_t> request_ids);
   std::span<const std::int32_t> wait_ids(int rank, const Op& wait_op) const {
-    return {wait_pool_[static_cast<std::size_t>(rank)].data() + wait_op.request, wait_op.wait_count};
+    return {wait_pool_[static_cast<std::size_t>(rank)].data() + wait_op.request,
+            wait_op.wait_count};
   }
 
   // Peer rank of a comm op (the other end of its tensor's boundary); -1 when there is none.
   int peer_of(const Op& comm_op) const {
-    const int stage = comm_op.kind == OpKind::SEND_F || comm_op.kind == OpKind::RECV_B ? comm_op.stage + 1
-                      : comm_op.kind == OpKind::RECV_F || comm_op.kind == OpKind::SEND_B ? comm_op.stage - 1
-                                                                                          : -1;
+    const int stage =
+        comm_op.kind == OpKind::SEND_F || comm_op.kind == OpKind::RECV_B   ? comm_op.stage + 1
+        : comm_op.kind == OpKind::RECV_F || comm_op.kind == OpKind::SEND_B ? comm_op.stage - 1
+                                                                           : -1;
     return stage >= 0 && stage < stages() ? rank_of(stage) : -1;
   }
 

@@ -14,7 +14,9 @@ struct StageCost {
 
 struct CostModel {
   std::vector<StageCost> stages;  // one per virtual stage
-  static CostModel uniform(int stages, StageCost cost) { return {std::vector<StageCost>(stages, cost)}; }
+  static CostModel uniform(int stages, StageCost cost) {
+    return {std::vector<StageCost>(stages, cost)};
+  }
 };
 
 }  // namespace ppsim::sim

@@ -22,7 +22,8 @@ class Observer {
   virtual void on_post(int /*rank*/, int /*pos*/, double /*time*/) {}
   virtual void on_transfer(const TransferEvent& /*transfer*/) {}
   // Memory or in-flight count of a rank changed at `time`.
-  virtual void on_counter(int /*rank*/, double /*time*/, std::int64_t /*memory_bytes*/, int /*inflight*/) {}
+  virtual void on_counter(int /*rank*/, double /*time*/, std::int64_t /*memory_bytes*/,
+                          int /*inflight*/) {}
 };
 
 }  // namespace ppsim::sim

@@ -14,7 +14,7 @@ struct ChromeTraceOptions {
   std::string title;
 };
 
-void write_chrome_trace(std::ostream& out, const sim::Trace& trace, const schedules::Program& program,
-                        const ChromeTraceOptions& options);
+void write_chrome_trace(std::ostream& out, const sim::Trace& trace,
+                        const schedules::Program& program, const ChromeTraceOptions& options);
 
 }  // namespace ppsim::viz
