@@ -49,15 +49,17 @@ void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
 
 // One per comm op, filled when the op is posted. Ids are assigned up front (rank r's k-th comm op
 // is endpoint base[r] + k) so the array is allocated once. 32 bytes: tens of millions of these.
+// A transfer's end is known when its two sides match, so completions need no events of their own:
+// a rank that has to wait for one is woken at that time, and the others just compare times.
 struct Endpoint {
-  double xfer_end = 0;  // send side: when its transfer ends (it started xfer_time_ earlier)
+  double at = std::numeric_limits<double>::infinity();  // send: transfer end; recv: data there
   std::int32_t rank = 0;
   std::int32_t pos = 0;
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
-  std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, complete : 1 = 0, waited : 1 = 0,
-                      buffer_live : 1 = 0, eager : 1 = 0, arrived : 1 = 0;
-  std::uint8_t frees_when_sent : 1 = 0;  // a gradient, or an output under deallocate_outputs
+  std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, waited : 1 = 0, buffer_live : 1 = 0,
+                      eager : 1 = 0, frees_when_sent : 1 = 0;  // a gradient, or an output under
+                                                               // deallocate_outputs
 };
 
 struct Link {
@@ -65,11 +67,10 @@ struct Link {
   std::deque<std::int32_t> sends, recvs;  // fifo matching: posted, not yet matched
 };
 
-// Min-heap of events with four children per node: shallower than a binary heap, and a node's
-// children share a cache line. An event is one 128-bit integer: the bits of its (non-negative)
-// time, which order like the value, then a sequence number so equal times pop in push order, then
-// a code: an endpoint id whose transfer ends, or a rank | kRankBit that resumes.
-constexpr std::uint32_t kRankBit = 0x80000000u;
+// Min-heap of rank wake-ups with four children per node: shallower than a binary heap, and a
+// node's children share a cache line. An event is one 128-bit integer: the bits of its
+// (non-negative) time, which order like the value, then a sequence number so equal times pop in
+// push order, then the rank.
 
 class EventQueue {
  public:
@@ -145,6 +146,8 @@ struct RankState {
   std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
   std::int32_t dense_limit = 0;
   std::vector<std::pair<int, int>> links;  // (peer, link id), negative peer = incoming
+  // Sent buffers that free themselves when their transfer ends: (time, endpoint), a min-heap.
+  std::vector<std::pair<double, std::int32_t>> releases;
 };
 
 class Engine {
@@ -154,15 +157,10 @@ class Engine {
 
   SimResult run() {
     setup();
-    for (int r = 0; r < R_; ++r) queue_.push(0.0, static_cast<std::uint32_t>(r) | kRankBit);
+    for (int r = 0; r < R_; ++r) wake(r, 0.0);
     while (!queue_.empty()) {
       const auto e = queue_.pop();
-      const double time = EventQueue::time_of(e);
-      const std::uint32_t code = EventQueue::code_of(e);
-      if (code & kRankBit)
-        resume(static_cast<int>(code & ~kRankBit), time);
-      else
-        transfer_done(static_cast<std::int32_t>(code), time);
+      resume(static_cast<int>(EventQueue::code_of(e)), EventQueue::time_of(e));
     }
     return finish();
   }
@@ -189,7 +187,6 @@ class Engine {
     }
     if (o_.network.latency < 0 || o_.network.bandwidth < 0)
       throw SimulationError("latency and bandwidth must be >= 0");
-    if (static_cast<std::uint32_t>(R_) >= kRankBit) throw SimulationError("too many ranks");
     cell_count_ = static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_);
     assign_huge(slot_, 2 * cell_count_, kNoEndpoint);
     assign_huge(recv_ep_, 2 * cell_count_, kNoEndpoint);
@@ -217,10 +214,10 @@ class Engine {
         n_eps += schedules::is_comm(op.kind);
         ops_[n_ops++] = op;
       }
-      if (n_eps >= static_cast<std::size_t>(kRankBit))
+      if (n_eps >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
         throw SimulationError("too many communication ops");
-      rs.dense_limit =
-          static_cast<std::int32_t>(std::min<std::size_t>(4 * ops.size() + 64, kRankBit - 1));
+      rs.dense_limit = static_cast<std::int32_t>(
+          std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
     }
     assign_huge(eps_, n_eps, Endpoint{});
   }
@@ -283,8 +280,18 @@ class Engine {
   }
 
   // ---- events ------------------------------------------------------------------------------
-  void wake(int rank, double time) {
-    queue_.push(time, static_cast<std::uint32_t>(rank) | kRankBit);
+  void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank)); }
+
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+  // When the endpoint's op completes; kNever while its partner has not posted. An eager send
+  // completes when posted.
+  static double done_time(const Endpoint& e) { return e.send && e.eager ? 0.0 : e.at; }
+  // When all requests of a WAIT are complete (kNever if one is not matched yet).
+  double wait_time(int r, const Op& op) const {
+    double t = 0;
+    for (std::int32_t request : p_.wait_ids(r, op))
+      t = std::max(t, done_time(eps_[static_cast<std::size_t>(request_endpoint(r, request))]));
+    return t;
   }
 
   double duration(int r, const Op& op) const {
@@ -319,6 +326,7 @@ class Engine {
 
   void memory(RankState& rs, int rank, std::int64_t delta, double time) {
     if (delta == 0) return;
+    if (!rs.releases.empty() && rs.releases.front().first <= time) flush_releases(rs, time);
     rs.memory += delta;
     rs.peak_memory = std::max(rs.peak_memory, rs.memory);
     if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
@@ -333,6 +341,22 @@ class Engine {
       rs.peak_inflight = std::max(rs.peak_inflight, rs.inflight);
       if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
     }
+  }
+  // Applies, in time order, the releases of sent buffers whose transfers ended by `time`.
+  void flush_releases(RankState& rs, double time) {
+    auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
+    while (!rs.releases.empty() && rs.releases.front().first <= time) {
+      std::pop_heap(rs.releases.begin(), rs.releases.end(), later);
+      const auto [when, id] = rs.releases.back();
+      rs.releases.pop_back();
+      release_buffer(eps_[static_cast<std::size_t>(id)], when);
+    }
+  }
+  void release_when_sent(Endpoint& e, std::int32_t id) {
+    auto& q = ranks_[static_cast<std::size_t>(e.rank)].releases;
+    q.emplace_back(e.at, id);
+    std::push_heap(q.begin(), q.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   }
   void release_buffer(Endpoint& e, double time) {
     if (!e.buffer_live) return;
@@ -414,7 +438,7 @@ class Engine {
   void release_recv(std::int32_t ep, int r, double t) {
     if (ep == kNoEndpoint) return;
     Endpoint& e = eps_[static_cast<std::size_t>(ep)];
-    if (e.rank == r && e.complete) release_buffer(e, t);
+    if (e.rank == r && done_time(e) <= t) release_buffer(e, t);
   }
 
   const Op& op_at(int rank, std::size_t pos) const {
@@ -457,14 +481,20 @@ class Engine {
         return;
       }
       if (op.kind == OpKind::WAIT) {
-        if (wait_ready(r, op)) {
+        const double ready = wait_time(r, op);
+        if (ready <= t) {
           mark_waited(r, op);
           if (obs_) obs_->on_blocked(r, pos, t, t);
           ++rs.pc;
           continue;
         }
-        rs.block = Block::wait;
         rs.blocked_since = t;
+        if (ready == kNever) {
+          rs.block = Block::wait;
+          return;
+        }
+        rs.block = Block::waking;
+        wake(r, ready);
         return;
       }
       const std::int32_t id = rs.ep_base + rs.next_ep++;
@@ -477,15 +507,20 @@ class Engine {
         ++rs.pc;
         continue;
       }
-      if (e.complete) {
-        e.waited = 1;
+      const double ready = done_time(e);
+      if (ready <= t) {
         if (obs_) obs_->on_blocked(r, pos, t, t);
         ++rs.pc;
         continue;
       }
-      rs.block = Block::endpoint;
-      rs.blocked_ep = id;
       rs.blocked_since = t;
+      if (ready == kNever) {
+        rs.block = Block::endpoint;
+        rs.blocked_ep = id;
+        return;
+      }
+      rs.block = Block::waking;
+      wake(r, ready);
       return;
     }
     rs.end = t;
@@ -493,11 +528,6 @@ class Engine {
     if (rs.unwaited > 0) report_unwaited(r);
   }
 
-  bool wait_ready(int r, const Op& op) const {
-    for (std::int32_t request : p_.wait_ids(r, op))
-      if (!eps_[static_cast<std::size_t>(request_endpoint(r, request))].complete) return false;
-    return true;
-  }
   void mark_waited(int r, const Op& op) {
     for (std::int32_t request : p_.wait_ids(r, op)) {
       Endpoint& e = eps_[static_cast<std::size_t>(request_endpoint(r, request))];
@@ -523,10 +553,10 @@ class Engine {
       e.buffer_live = 1;
       memory(ranks_[static_cast<std::size_t>(e.rank)], e.rank, o_.network.boundary_bytes, t);
     }
-    if (e.send && eager_) {
+    if (e.send && eager_) {  // the data is copied out at once: the buffer is free again
       e.eager = 1;
       start_transfer(id, t);
-      complete(id, t);  // the poster is running, nothing to wake
+      if (e.frees_when_sent) release_buffer(e, t);
     }
     std::int32_t other = kNoEndpoint;
     if (o_.network.matching == Matching::tag) {
@@ -573,61 +603,40 @@ class Engine {
     }
     if (!s.eager) {
       start_transfer(send_id, t);
-    } else if (s.arrived) {  // the receiver is the poster: nothing to wake
-      deliver(send_id);
-      complete(recv_id, t);
+      if (s.frees_when_sent && s.buffer_live) release_when_sent(s, send_id);
     }
+    r.at = s.at;  // an eager message may have arrived already: then the receive is done at once
+    // Bytes and the trace record are counted once per transfer, here where both ends are known.
+    const std::int64_t bytes = o_.network.boundary_bytes;
+    ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
+    ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
+    comm_bytes_ += bytes;
+    if (obs_) obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.at - xfer_time_, s.at, bytes});
+    // The poster runs on; its partner's rank may have been waiting for this match.
+    wake_if_waiting(send_id, t);
+    wake_if_waiting(recv_id, t);
   }
 
   void start_transfer(std::int32_t send_id, double t) {
     Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
     Link& l = links_[static_cast<std::size_t>(s.link)];
-    s.xfer_end = std::max(t, l.free_at) + xfer_time_;
-    l.free_at = s.xfer_end;
-    queue_.push(s.xfer_end, static_cast<std::uint32_t>(send_id));
+    s.at = std::max(t, l.free_at) + xfer_time_;
+    l.free_at = s.at;
   }
 
-  void transfer_done(std::int32_t send_id, double t) {
-    Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
-    s.arrived = 1;
-    const int woken_sender = s.eager ? -1 : complete(send_id, t);
-    int woken_receiver = -1;
-    if (s.partner != kNoEndpoint) {
-      deliver(send_id);
-      woken_receiver = complete(s.partner, t);
-    }
-    // Nothing is queued before t, so one woken rank can go on at once; a second one queues.
-    if (woken_sender >= 0 && woken_receiver >= 0) wake(woken_sender, t);
-    if (woken_receiver >= 0)
-      resume(woken_receiver, t);
-    else if (woken_sender >= 0)
-      resume(woken_sender, t);
-  }
-
-  // Bytes and the trace record are counted once per transfer, when both ends are known.
-  void deliver(std::int32_t send_id) {
-    const Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
-    const Endpoint& r = eps_[static_cast<std::size_t>(s.partner)];
-    const std::int64_t bytes = o_.network.boundary_bytes;
-    ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
-    ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
-    comm_bytes_ += bytes;
-    if (obs_)
-      obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.xfer_end - xfer_time_, s.xfer_end, bytes});
-  }
-
-  // Marks the endpoint done; returns its rank if that rank was blocked on it and may now go on.
-  int complete(std::int32_t id, double t) {
-    Endpoint& e = eps_[static_cast<std::size_t>(id)];
-    e.complete = 1;
-    if (e.frees_when_sent) release_buffer(e, t);
+  // A rank blocked on this endpoint (or in a WAIT that now has all its partners) resumes when
+  // its op completes.
+  void wake_if_waiting(std::int32_t id, double now) {
+    const Endpoint& e = eps_[static_cast<std::size_t>(id)];
     RankState& rs = ranks_[static_cast<std::size_t>(e.rank)];
-    if ((rs.block == Block::endpoint && rs.blocked_ep == id) ||
-        (rs.block == Block::wait && wait_ready(e.rank, op_at(e.rank, rs.pc)))) {
-      rs.block = Block::waking;
-      return e.rank;
-    }
-    return -1;
+    double ready = kNever;
+    if (rs.block == Block::endpoint && rs.blocked_ep == id)
+      ready = done_time(e);
+    else if (rs.block == Block::wait)
+      ready = wait_time(e.rank, op_at(e.rank, rs.pc));
+    if (ready == kNever) return;
+    rs.block = Block::waking;
+    wake(e.rank, std::max(ready, now));
   }
 
   // ---- the end -----------------------------------------------------------------------------
@@ -638,6 +647,7 @@ class Engine {
     bool stuck = false;
     for (int r = 0; r < R_; ++r) {
       RankState& rs = ranks_[static_cast<std::size_t>(r)];
+      flush_releases(rs, kNever);
       if (rs.block != Block::done) {
         stuck = true;
         rs.end = rs.block == Block::none ? rs.end : rs.blocked_since;
@@ -697,7 +707,7 @@ class Engine {
       }
       for (std::int32_t request : p_.wait_ids(r, op)) {
         const Endpoint& e = eps_[static_cast<std::size_t>(request_endpoint(r, request))];
-        if (e.complete) continue;
+        if (done_time(e) != kNever) continue;
         const Op& pending = op_at(r, static_cast<std::size_t>(e.pos));
         edges.push_back(
             {r, static_cast<int>(rs.pc), text, p_.peer_of(pending), p_.op_text(r, pending)});
