@@ -235,27 +235,32 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
   for (const auto& c : cases) {
     const auto prog = test::lowered(c.kind, c.P, c.M, c.V, c.style);
     const int S = c.P * c.V;
-    auto base_opts = test::uniform(S, 1, 2);
-    base_opts.network.boundary_bytes = 1000;
-    const auto base = sim::simulate(prog, base_opts);
-    const std::string base_cycle = base.deadlock ? cycle_text(*base.deadlock) : "none";
-    for (int trial = 0; trial < 25; ++trial) {
-      sim::SimOptions o = base_opts;
-      for (auto& st : o.costs.stages) {
-        st.forward = cost(rng);
-        st.backward_input = cost(rng);
-        st.backward_weight = cost(rng);
-        st.backward = st.backward_input + st.backward_weight;
+    // Rendezvous (eager_limit 0) and eager (every 1000-byte send completes locally) semantics,
+    // each compared with its own uniform-cost run.
+    for (std::int64_t eager_limit : {0, 1000}) {
+      auto base_opts = test::uniform(S, 1, 2);
+      base_opts.network.boundary_bytes = 1000;
+      base_opts.network.eager_limit = eager_limit;
+      const auto base = sim::simulate(prog, base_opts);
+      const std::string base_cycle = base.deadlock ? cycle_text(*base.deadlock) : "none";
+      for (int trial = 0; trial < 20; ++trial) {
+        sim::SimOptions o = base_opts;
+        for (auto& st : o.costs.stages) {
+          st.forward = cost(rng);
+          st.backward_input = cost(rng);
+          st.backward_weight = cost(rng);
+          st.backward = st.backward_input + st.backward_weight;
+        }
+        o.network.latency = coin(rng) ? cost(rng) : 0.0;
+        o.network.bandwidth = coin(rng) ? 1000.0 / cost(rng) : 0.0;
+        o.network.matching = coin(rng) ? sim::Matching::tag : sim::Matching::fifo;
+        const auto r = sim::simulate(prog, o);
+        INFO(c.kind << " " << schedules::to_string(c.style) << " P=" << c.P << " M=" << c.M
+                    << " eager_limit=" << eager_limit << " trial " << trial);
+        CHECK(bool(r.deadlock) == bool(base.deadlock));
+        CHECK((r.deadlock ? cycle_text(*r.deadlock) : "none") == base_cycle);
+        CHECK(r.ops_executed == base.ops_executed);
       }
-      o.network.latency = coin(rng) ? cost(rng) : 0.0;
-      o.network.bandwidth = coin(rng) ? 1000.0 / cost(rng) : 0.0;
-      o.network.matching = coin(rng) ? sim::Matching::tag : sim::Matching::fifo;
-      const auto r = sim::simulate(prog, o);
-      INFO(c.kind << " " << schedules::to_string(c.style) << " P=" << c.P << " M=" << c.M
-                  << " trial " << trial);
-      CHECK(bool(r.deadlock) == bool(base.deadlock));
-      CHECK((r.deadlock ? cycle_text(*r.deadlock) : "none") == base_cycle);
-      CHECK(r.ops_executed == base.ops_executed);
     }
   }
 }

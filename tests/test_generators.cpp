@@ -8,11 +8,6 @@ using namespace ppsim;
 using schedules::OpKind;
 
 namespace {
-std::string line(const schedules::Program& p, int rank) {
-  std::string s;
-  for (const auto& op : p.ops(rank)) s += (s.empty() ? "" : ",") + p.op_text(rank, op);
-  return s;
-}
 schedules::Program gen(const char* kind, int P, int M, int V = 1, int group = 0) {
   return schedules::generate(kind, {P, M, V, group});
 }
@@ -20,19 +15,19 @@ schedules::Program gen(const char* kind, int P, int M, int V = 1, int group = 0)
 
 TEST_CASE("gpipe: all forwards then all backwards", "[generators]") {
   const auto p = gen("gpipe", 3, 3);
-  CHECK(line(p, 0) == "0F0,0F1,0F2,0B0,0B1,0B2");
-  CHECK(line(p, 2) == "2F0,2F1,2F2,2B0,2B1,2B2");
+  CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,0B0,0B1,0B2");
+  CHECK(test::rank_line(p, 2) == "2F0,2F1,2F2,2B0,2B1,2B2");
 }
 
 TEST_CASE(
     "1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F and B, then cools down",
     "[generators]") {
   const auto p = gen("1f1b", 4, 6);
-  CHECK(line(p, 0) == "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0B3,0B4,0B5");
-  CHECK(line(p, 2) == "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2B5");
-  CHECK(line(p, 3) == "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5");
+  CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0B3,0B4,0B5");
+  CHECK(test::rank_line(p, 2) == "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2B5");
+  CHECK(test::rank_line(p, 3) == "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5");
   // Fewer microbatches than the warm-up: the warm-up is capped at M.
-  CHECK(line(gen("1f1b", 4, 2), 0) == "0F0,0F1,0B0,0B1");
+  CHECK(test::rank_line(gen("1f1b", 4, 2), 0) == "0F0,0F1,0B0,0B1");
   for (int P = 1; P <= 6; ++P)
     for (int M = 1; M <= 8; ++M)
       for (int r = 0; r < P; ++r) {
@@ -57,9 +52,9 @@ TEST_CASE(
     CHECK(p.place(s).chunk == s / 3);
   }
   // rank 2 (last): warm-up (V-1)*P = 3 forwards: chunk 0 microbatches 0..2; then steady F/B pairs.
-  CHECK(line(p, 2) == "2F0,2F1,2F2,5F0,5B0,5F1,5B1,5F2,5B2,2B0,2B1,2B2");
+  CHECK(test::rank_line(p, 2) == "2F0,2F1,2F2,5F0,5B0,5F1,5B1,5F2,5B2,2B0,2B1,2B2");
   // rank 0: warm-up 2*2 + 3 = 7 > M*V = 6, so all forwards first.
-  CHECK(line(p, 0) == "0F0,0F1,0F2,3F0,3F1,3F2,3B0,3B1,3B2,0B0,0B1,0B2");
+  CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,3F0,3F1,3F2,3B0,3B1,3B2,0B0,0B1,0B2");
   // A custom group size: groups of 4 with M = 8 on P = 3.
   const auto g = gen("interleaved-1f1b", 3, 8, 2, 4);
   std::string fwd;

@@ -7,19 +7,11 @@
 using namespace ppsim;
 using schedules::CommStyle;
 
-namespace {
-std::string line(const schedules::Program& p, int rank) {
-  std::string s;
-  for (const auto& op : p.ops(rank)) s += (s.empty() ? "" : ",") + p.op_text(rank, op);
-  return s;
-}
-}  // namespace
-
 TEST_CASE("blocking: receive right before the consumer, send right after the producer",
           "[lowering]") {
   const auto p = test::lowered("1f1b", 2, 2, 1, CommStyle::blocking);
-  CHECK(line(p, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
-  CHECK(line(p, 1) == "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
+  CHECK(test::rank_line(p, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
+  CHECK(test::rank_line(p, 1) == "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
 }
 
 TEST_CASE(
@@ -28,7 +20,7 @@ TEST_CASE(
   const auto p = test::lowered("1f1b", 3, 3, 1, CommStyle::async_send);
   // rank 1: warm-up F0; steady F1/B0, F2/B1; cool-down B2. Each forward send is waited before the
   // next forward, or before the backward that frees its buffer.
-  CHECK(line(p, 1) ==
+  CHECK(test::rank_line(p, 1) ==
         "1RECV_F0,1F0,1SEND_F0#0,WAIT(0),1RECV_F1,1F1,1SEND_F1#1,1RECV_B0,1B0,1SEND_B0,"
         "WAIT(1),1RECV_F2,1F2,1SEND_F2#2,1RECV_B1,1B1,1SEND_B1,WAIT(2),1RECV_B2,1B2,1SEND_B2");
 }
@@ -38,7 +30,7 @@ TEST_CASE(
     "together",
     "[lowering]") {
   const auto p = test::lowered("1f1b", 3, 3, 1, CommStyle::batched);
-  CHECK(line(p, 1) ==
+  CHECK(test::rank_line(p, 1) ==
         "1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1#0,1RECV_B0#1,WAIT(0;1),1B0,1SEND_B0#2,1RECV_"
         "F2#3,WAIT(2;3),"
         "1F2,1SEND_F2#4,1RECV_B1#5,WAIT(4;5),1B1,1SEND_B1,1RECV_B2,1B2,1SEND_B2");
@@ -51,18 +43,18 @@ TEST_CASE(
     "[lowering]") {
   const auto p1 = test::lowered("gpipe", 2, 2, 1, CommStyle::async, 1);
   // prefetch 1: the receive for compute op i is posted before compute op i-1.
-  CHECK(line(p1, 0) ==
+  CHECK(test::rank_line(p1, 0) ==
         "0F0,0SEND_F0#0,0RECV_B0#1,0F1,0SEND_F1#2,0RECV_B1#3,WAIT(0;1),0B0,WAIT(2;3),0B1");
-  CHECK(line(p1, 1) ==
+  CHECK(test::rank_line(p1, 1) ==
         "1RECV_F0#0,1RECV_F1#1,WAIT(0),1F0,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
         "3)");
   const auto p0 = test::lowered("gpipe", 2, 2, 1, CommStyle::async, 0);
-  CHECK(line(p0, 1) ==
+  CHECK(test::rank_line(p0, 1) ==
         "1RECV_F0#0,WAIT(0),1F0,1RECV_F1#1,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
         "3)");
   const auto pa =
       test::lowered("gpipe", 2, 2, 1, CommStyle::async, schedules::LoweringOptions::kPrefetchAll);
-  CHECK(line(pa, 0) ==
+  CHECK(test::rank_line(pa, 0) ==
         "0RECV_B0#0,0RECV_B1#1,0F0,0SEND_F0#2,0F1,0SEND_F1#3,WAIT(0;2),0B0,WAIT(1;3),0B1");
 }
 

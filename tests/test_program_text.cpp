@@ -41,19 +41,8 @@ struct LoweredCase {
 // Every comm style (async with several prefetch depths) over small gpipe, 1f1b and interleaved
 // runs.
 std::vector<LoweredCase> lowered_cases() {
-  struct Style {
-    CommStyle style;
-    int prefetch;
-  };
-  const std::vector<Style> styles = {{CommStyle::blocking, 1},
-                                     {CommStyle::async_send, 1},
-                                     {CommStyle::batched, 1},
-                                     {CommStyle::async, 0},
-                                     {CommStyle::async, 1},
-                                     {CommStyle::async, 2},
-                                     {CommStyle::async, LoweringOptions::kPrefetchAll}};
   std::vector<LoweredCase> cases;
-  for (const Style& s : styles) {
+  for (const auto& s : ppsim::test::all_lowerings()) {
     for (const char* kind : {"gpipe", "1f1b"})
       for (int P : {1, 2, 4})
         for (int M : {1, 3, 6}) cases.push_back({kind, P, M, 1, s.style, s.prefetch});

@@ -405,19 +405,8 @@ TEST_CASE("validate: the message of an op diagnostic starts with 'rank R op POS 
 
 TEST_CASE("validate: every generated + lowered program (all comm styles) has zero diagnostics",
           "[validation]") {
-  struct Style {
-    CommStyle style;
-    int prefetch;
-  };
-  const std::vector<Style> styles = {{CommStyle::blocking, 1},
-                                     {CommStyle::async_send, 1},
-                                     {CommStyle::batched, 1},
-                                     {CommStyle::async, 0},
-                                     {CommStyle::async, 1},
-                                     {CommStyle::async, 2},
-                                     {CommStyle::async, LoweringOptions::kPrefetchAll}};
   int programs = 0;
-  for (const Style& s : styles) {
+  for (const auto& s : ppsim::test::all_lowerings()) {
     auto check = [&](const std::string& kind, int P, int M, int V) {
       INFO(kind << " P=" << P << " M=" << M << " V=" << V
                 << " style=" << ppsim::schedules::to_string(s.style) << " prefetch=" << s.prefetch);

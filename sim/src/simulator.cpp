@@ -57,9 +57,9 @@ struct Endpoint {
   std::int32_t pos = 0;
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
+  // frees_when_sent: a gradient, or a forward output under deallocate_outputs.
   std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, waited : 1 = 0, buffer_live : 1 = 0,
-                      eager : 1 = 0, frees_when_sent : 1 = 0;  // a gradient, or an output under
-                                                               // deallocate_outputs
+                      eager : 1 = 0, frees_when_sent : 1 = 0;
 };
 
 struct Link {
@@ -122,7 +122,7 @@ class EventQueue {
   std::uint32_t seq_ = 0;
 };
 
-// `waking`: unblocked, about to resume (so later completions do not wake it twice).
+// `waking`: its wake-up is queued (so later matches do not queue a second one).
 enum class Block : std::uint8_t { none, endpoint, wait, waking, done };
 
 struct RankState {
