@@ -3,15 +3,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <new>
 #include <stdexcept>
 
 #include "ppsim/schedules/generator.hpp"
-#include "ppsim/schedules/lowering.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/sim/report_json.hpp"
 #include "ppsim/sim/sweep.hpp"
