@@ -393,7 +393,6 @@ StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
 
 BuiltRun build(const Config& c) {
   BuiltRun run;
-  schedules::Program compute;
   if (c.kind == "custom") {
     std::string text;
     for (const auto& line : c.custom_ops) text += line + "\n";
@@ -405,8 +404,7 @@ BuiltRun build(const Config& c) {
     }
   } else {
     try {
-      compute = schedules::generate(c.kind, c.params);
-      run.program = schedules::lower(compute, c.lowering);
+      run.program = schedules::lower(schedules::generate(c.kind, c.params), c.lowering);
     } catch (const schedules::ParameterError& e) {
       const std::string prefix = e.key() == "prefetch" ? "comm." : "schedule.";
       throw ConfigError(c.source, prefix + e.key(), e.what());

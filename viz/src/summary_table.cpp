@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "ppsim/schedules/lowering.hpp"
-#include "ppsim/schedules/validation.hpp"
 
 namespace ppsim::viz {
 
