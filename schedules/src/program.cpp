@@ -4,14 +4,19 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <map>
 
 #include "ppsim/schedules/error.hpp"
 
 namespace ppsim::schedules {
 
-Program::Program(int microbatches, std::vector<StagePlace> placement)
-    : microbatches_(microbatches), placement_(std::move(placement)) {
+Program::Program(int microbatches, std::vector<StagePlace> placement, Routes routes)
+    : microbatches_(microbatches), placement_(std::move(placement)), routes_(std::move(routes)) {
+  if (routes_.stages() == 0 && routes_.is_linear()) routes_ = Routes::linear(stages());
+  if (routes_.stages() != stages())
+    throw ParameterError("routes", fmt::format("the routes are over {} stages, the program has {}",
+                                               routes_.stages(), stages()));
   int ranks = 0;
   for (const auto& p : placement_) {
     ranks = std::max(ranks, p.rank + 1);
@@ -19,6 +24,13 @@ Program::Program(int microbatches, std::vector<StagePlace> placement)
   }
   ops_.resize(static_cast<std::size_t>(ranks));
   wait_pool_.resize(static_cast<std::size_t>(ranks));
+  part_pool_.resize(static_cast<std::size_t>(ranks));
+}
+
+int Program::chunks_on(int rank) const {
+  int n = 0;
+  for (const auto& p : placement_) n += p.rank == rank ? 1 : 0;
+  return n;
 }
 
 std::size_t Program::total_ops() const {
@@ -27,19 +39,41 @@ std::size_t Program::total_ops() const {
   return n;
 }
 
+namespace {
+constexpr std::size_t kMaxListSize = 0xffff;  // Op::list_size is 16 bits
+}
+
 void Program::push_wait(int rank, std::span<const std::int32_t> ids) {
+  if (ids.size() > kMaxListSize)
+    throw ParameterError("wait", fmt::format("a WAIT holds at most {} request ids, got {}",
+                                             kMaxListSize, ids.size()));
   auto& pool = wait_pool_[static_cast<std::size_t>(rank)];
   Op op;
   op.kind = OpKind::WAIT;
-  op.request = static_cast<std::int32_t>(pool.size());
-  op.wait_count = static_cast<std::uint16_t>(ids.size());
+  op.list_begin = static_cast<std::int32_t>(pool.size());
+  op.list_size = static_cast<std::uint16_t>(ids.size());
   pool.insert(pool.end(), ids.begin(), ids.end());
   push(rank, op);
 }
 
+void Program::push_composite(int rank, OpKind kind, std::span<const Op> parts) {
+  auto& pool = part_pool_[static_cast<std::size_t>(rank)];
+  Op op;
+  op.kind = kind;
+  op.list_begin = static_cast<std::int32_t>(pool.size());
+  op.list_size = static_cast<std::uint16_t>(parts.size());
+  pool.insert(pool.end(), parts.begin(), parts.end());
+  push(rank, op);
+}
+
 std::string Program::op_text(int rank, const Op& op) const {
-  if (op.kind != OpKind::WAIT) return schedules::op_text(op);
-  return fmt::format("WAIT({})", fmt::join(wait_ids(rank, op), ";"));
+  if (op.kind == OpKind::WAIT) return fmt::format("WAIT({})", fmt::join(wait_ids(rank, op), ";"));
+  if (is_composite(op.kind)) {
+    std::vector<std::string> parts;
+    for (const Op& p : this->parts(rank, op)) parts.push_back(schedules::op_text(p));
+    return fmt::format("({}){}", fmt::join(parts, ";"), to_string(op.kind));
+  }
+  return schedules::op_text(op);
 }
 
 std::string Program::to_text() const {
@@ -72,11 +106,56 @@ bool parse_int(std::string_view s, int& out) {
 struct ParsedOp {
   Op op;
   std::vector<std::int32_t> wait_ids;
+  std::vector<Op> parts;  // composite ops
 };
+
+// `{stage}{KIND}{microbatch}[#request]` or `{stage}{KIND}` for kinds without a microbatch.
+Op parse_simple(std::string_view t, const std::function<ParseError(const std::string&)>& fail) {
+  std::size_t i = 0;
+  while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+  int stage = 0;
+  if (!parse_int(t.substr(0, i), stage)) throw fail("expected a stage number first");
+  std::string_view rest = t.substr(i);
+  // Longest name first, so that "SEND_F" is not read as "S..." and "RESHARD" not as "R...".
+  const OpKindInfo* kind = nullptr;
+  std::size_t kind_index = 0;
+  for (std::size_t k = 0; k < kOpKindCount; ++k) {
+    const OpKindInfo& cand = kOpKinds[k];
+    if (cand.cls == OpClass::wait || cand.composite) continue;
+    if (rest.starts_with(cand.name) && (!kind || cand.name.size() > kind->name.size())) {
+      kind = &cand;
+      kind_index = k;
+    }
+  }
+  if (!kind)
+    throw fail(
+        "expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD, REDUCE_GRAD, "
+        "WAIT(...) or (...)OVERLAP_F_B");
+  rest.remove_prefix(kind->name.size());
+  Op op;
+  op.kind = static_cast<OpKind>(kind_index);
+  op.stage = stage;
+  if (!kind->microbatch) {
+    if (!rest.empty()) throw fail(fmt::format("{} takes no microbatch number", kind->name));
+    return op;
+  }
+  const auto hash = rest.find('#');
+  int mb = 0;
+  if (!parse_int(rest.substr(0, hash), mb)) throw fail("expected a microbatch number");
+  op.microbatch = mb;
+  if (hash != std::string_view::npos) {
+    if (!is_comm(op.kind)) throw fail("only SEND/RECV ops take a #request id");
+    int req = 0;
+    if (!parse_int(rest.substr(hash + 1), req)) throw fail("request id must be an integer >= 0");
+    op.async = true;
+    op.request = req;
+  }
+  return op;
+}
 
 ParsedOp parse_op(const Token& tok, int line) {
   const std::string_view t = tok.text;
-  auto fail = [&](const std::string& why) -> ParseError {
+  const std::function<ParseError(const std::string&)> fail = [&](const std::string& why) {
     return ParseError(line, tok.column, fmt::format("bad op '{}': {}", t, why));
   };
   ParsedOp out;
@@ -88,6 +167,8 @@ ParsedOp parse_op(const Token& tok, int line) {
       int id = 0;
       if (!parse_int(body.substr(0, semi), id)) throw fail("request ids must be integers >= 0");
       out.wait_ids.push_back(id);
+      if (out.wait_ids.size() > kMaxListSize)
+        throw fail(fmt::format("a WAIT holds at most {} request ids", kMaxListSize));
       if (semi == std::string_view::npos) break;
       body.remove_prefix(semi + 1);
       if (body.empty()) throw fail("empty request id");
@@ -96,38 +177,28 @@ ParsedOp parse_op(const Token& tok, int line) {
     out.op.kind = OpKind::WAIT;
     return out;
   }
-  std::size_t i = 0;
-  while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
-  int stage = 0;
-  if (!parse_int(t.substr(0, i), stage)) throw fail("expected a stage number first");
-  static constexpr std::pair<std::string_view, OpKind> kNames[] = {
-      {"SEND_F", OpKind::SEND_F}, {"RECV_F", OpKind::RECV_F},
-      {"SEND_B", OpKind::SEND_B}, {"RECV_B", OpKind::RECV_B},
-      {"F", OpKind::F},           {"B", OpKind::B},
-      {"I", OpKind::I},           {"W", OpKind::W}};
-  std::string_view rest = t.substr(i);
-  bool found = false;
-  for (const auto& [name, kind] : kNames) {
-    if (rest.starts_with(name)) {
-      out.op.kind = kind;
-      rest.remove_prefix(name.size());
-      found = true;
-      break;
+  if (t.starts_with("(")) {
+    const auto close = t.find(')');
+    if (close == std::string_view::npos) throw fail("expected (a;b)OVERLAP_F_B");
+    const std::string_view kind = t.substr(close + 1);
+    if (kind != to_string(OpKind::OVERLAP_F_B))
+      throw fail(fmt::format("unknown composite '{}': expected OVERLAP_F_B", kind));
+    std::string_view body = t.substr(1, close - 1);
+    while (true) {
+      const auto semi = body.find(';');
+      const Op part = parse_simple(body.substr(0, semi), fail);
+      out.parts.push_back(part);
+      if (semi == std::string_view::npos) break;
+      body.remove_prefix(semi + 1);
     }
+    // DualPipe's overlapped pair: one forward and one backward (B or I).
+    if (out.parts.size() != 2 || out.parts[0].kind != OpKind::F ||
+        !is_backward_input(out.parts[1].kind))
+      throw fail("OVERLAP_F_B holds a forward and then a backward, e.g. (0F7;7B3)OVERLAP_F_B");
+    out.op.kind = OpKind::OVERLAP_F_B;
+    return out;
   }
-  if (!found) throw fail("expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B or WAIT(...)");
-  const auto hash = rest.find('#');
-  int mb = 0;
-  if (!parse_int(rest.substr(0, hash), mb)) throw fail("expected a microbatch number");
-  out.op.stage = stage;
-  out.op.microbatch = mb;
-  if (hash != std::string_view::npos) {
-    if (!is_comm(out.op.kind)) throw fail("only SEND/RECV ops take a #request id");
-    int req = 0;
-    if (!parse_int(rest.substr(hash + 1), req)) throw fail("request id must be an integer >= 0");
-    out.op.async = true;
-    out.op.request = req;
-  }
+  out.op = parse_simple(t, fail);
   return out;
 }
 
@@ -141,7 +212,7 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
-Program Program::parse(std::string_view text) {
+Program Program::parse(std::string_view text, Routes routes) {
   struct Line {
     int number;
     std::vector<ParsedOp> ops;
@@ -181,25 +252,31 @@ Program Program::parse(std::string_view text) {
   // Infer placement: compute ops decide; comm ops are a fallback for stages with no compute.
   std::map<int, std::pair<int, int>> owner;  // stage -> (rank, line of first sighting)
   int max_stage = -1, max_mb = -1;
+  auto sight = [&](int pass, std::size_t r, const Op& op) {
+    max_mb = std::max(max_mb, op.microbatch);
+    const int stage = op.stage;
+    max_stage = std::max(
+        max_stage, stage + (op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B ? 1 : 0));
+    if (pass == 0 && !is_compute(op.kind)) return;
+    if (pass == 1 && owner.count(stage)) return;
+    auto [it, inserted] =
+        owner.emplace(stage, std::pair<int, int>{static_cast<int>(r), lines[r].number});
+    if (!inserted && it->second.first != static_cast<int>(r))
+      throw ParseError(
+          lines[r].number, 1,
+          fmt::format(
+              "stage {} has compute ops on rank {} and on rank {}: a stage lives on one rank",
+              stage, it->second.first, r));
+  };
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t r = 0; r < lines.size(); ++r) {
       for (const auto& p : lines[r].ops) {
         if (p.op.kind == OpKind::WAIT) continue;
-        max_mb = std::max(max_mb, p.op.microbatch);
-        int stage = p.op.stage;
-        max_stage =
-            std::max(max_stage,
-                     stage + (p.op.kind == OpKind::SEND_F || p.op.kind == OpKind::RECV_B ? 1 : 0));
-        if (pass == 0 && !is_compute(p.op.kind)) continue;
-        if (pass == 1 && owner.count(stage)) continue;
-        auto [it, inserted] =
-            owner.emplace(stage, std::pair<int, int>{static_cast<int>(r), lines[r].number});
-        if (!inserted && it->second.first != static_cast<int>(r))
-          throw ParseError(
-              lines[r].number, 1,
-              fmt::format(
-                  "stage {} has compute ops on rank {} and on rank {}: a stage lives on one rank",
-                  stage, it->second.first, r));
+        if (is_composite(p.op.kind)) {
+          for (const Op& part : p.parts) sight(pass, r, part);
+        } else {
+          sight(pass, r, p.op);
+        }
       }
     }
   }
@@ -214,15 +291,22 @@ Program Program::parse(std::string_view text) {
     placement[static_cast<std::size_t>(s)] = {r, chunk_count[static_cast<std::size_t>(r)]++};
   }
   // A rank that owns no stage still needs to exist in the program.
-  Program program(max_mb + 1, std::move(placement));
+  if (routes.stages() != 0 && routes.stages() != max_stage + 1)
+    throw ParseError(1, 1,
+                     fmt::format("the routes are over {} stages, but the ops place {} stages",
+                                 routes.stages(), max_stage + 1));
+  Program program(max_mb + 1, std::move(placement), std::move(routes));
   if (program.ranks() < static_cast<int>(lines.size())) {
     program.ops_.resize(lines.size());
     program.wait_pool_.resize(lines.size());
+    program.part_pool_.resize(lines.size());
   }
   for (std::size_t r = 0; r < lines.size(); ++r) {
     for (auto& p : lines[r].ops) {
       if (p.op.kind == OpKind::WAIT) {
         program.push_wait(static_cast<int>(r), p.wait_ids);
+      } else if (is_composite(p.op.kind)) {
+        program.push_composite(static_cast<int>(r), p.op.kind, p.parts);
       } else {
         program.push(static_cast<int>(r), p.op);
       }

@@ -1,5 +1,7 @@
 #include "ppsim/schedules/validation.hpp"
 
+#include "ppsim/schedules/semantics.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@ class Validator {
  public:
   explicit Validator(const Program& p)
       : p_(p),
+        sem_(p),
         S_(p.stages()),
         M_(p.microbatches()),
         counts_(static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_)),
@@ -51,9 +54,8 @@ class Validator {
     return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) +
            static_cast<std::size_t>(mb);
   }
-  std::size_t tensor_index(const Op& op) const {
-    const TensorId t = tensor_of(op);
-    return (t.backward ? counts_.size() : 0) + cell(t.boundary, t.microbatch);
+  std::size_t tensor_index(const Op& comm_op) const {
+    return sem_.tensor_index(sem_.tensor_of(comm_op));
   }
 
   void report(std::string kind, int rank, int pos, const std::string& message, bool fatal) {
@@ -68,11 +70,14 @@ class Validator {
     out_.push_back({std::move(kind), rank, pos, std::move(text), where + message, fatal});
   }
 
-  // Range and placement of a non-WAIT op; false when the op cannot be checked further.
+  // Range, placement and route of a plain op; false when it cannot be checked further.
   bool check_place(int r, int pos, const Op& op) {
-    if (op.stage < 0 || op.stage >= S_ || op.microbatch < 0 || op.microbatch >= M_) {
+    const bool mb = has_microbatch(op.kind);
+    if (op.stage < 0 || op.stage >= S_ || (mb && (op.microbatch < 0 || op.microbatch >= M_))) {
       report("out_of_range", r, pos,
-             fmt::format("stage must be in [0, {}) and microbatch in [0, {})", S_, M_), true);
+             mb ? fmt::format("stage must be in [0, {}) and microbatch in [0, {})", S_, M_)
+                : fmt::format("stage must be in [0, {})", S_),
+             true);
       return false;
     }
     if (p_.rank_of(op.stage) != r) {
@@ -80,17 +85,24 @@ class Validator {
              fmt::format("stage {} lives on rank {}", op.stage, p_.rank_of(op.stage)), true);
       return false;
     }
+    if (mb && !p_.routes().on_route(op.stage, op.microbatch)) {
+      report("off_route", r, pos,
+             fmt::format("microbatch {} does not pass through stage {} (route {})", op.microbatch,
+                         op.stage, p_.routes().route_of(op.microbatch)),
+             true);
+      return false;
+    }
     if (is_comm(op.kind)) {
-      const int peer = p_.peer_of(op);
-      if (peer < 0) {
+      const int peer_stage = sem_.peer_stage(op);
+      const bool towards_next = op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B;
+      if (peer_stage < 0) {
         report("bad_comm", r, pos,
-               fmt::format(
-                   "stage {} has no {} neighbour", op.stage,
-                   op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B ? "next" : "previous"),
+               fmt::format("stage {} has no {} neighbour for microbatch {}", op.stage,
+                           towards_next ? "next" : "previous", op.microbatch),
                true);
         return false;
       }
-      if (peer == r) {
+      if (p_.rank_of(peer_stage) == r) {
         report("bad_comm", r, pos,
                fmt::format(
                    "the neighbouring stage is on the same rank {}: no communication is needed", r),
@@ -112,6 +124,49 @@ class Validator {
       report("read_before_wait", r, pos,
              fmt::format("reads {} while its receive (request #{}) has not been waited", what, s),
              false);
+  }
+
+  void check_compute(int r, int pos, const Op& op) {
+    const int s = op.stage, m = op.microbatch;
+    Counts& c = counts_[cell(s, m)];
+    const int local = sem_.local_producer_stage(op);
+    const auto recv = sem_.input_recv(op);
+    switch (op.kind) {
+      case OpKind::F:
+        if (local >= 0 && counts_[cell(local, m)].f == 0)
+          report("order", r, pos, fmt::format("runs before {}F{} on the same rank", local, m),
+                 true);
+        if (recv) check_input(r, pos, tensor_index(*recv), "its activation");
+        ++c.f;
+        break;
+      case OpKind::B:
+      case OpKind::I: {
+        if (c.f == 0) report("order", r, pos, fmt::format("runs before {}F{}", s, m), true);
+        if (local >= 0 && counts_[cell(local, m)].b + counts_[cell(local, m)].i == 0)
+          report("order", r, pos,
+                 fmt::format("runs before the backward of stage {} on the same rank", local),
+                 true);
+        if (recv) check_input(r, pos, tensor_index(*recv), "its output gradient");
+        // The backward frees the forward's output buffer: its send must be complete.
+        if (const auto sent = sem_.freed_send(op)) {
+          const std::int32_t st = send_state_[tensor_index(*sent)];
+          if (st >= 0)
+            report("buffer_released_before_wait", r, pos,
+                   fmt::format("frees the output of {}F{} while its send (request #{}) is not "
+                               "waited: Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
+                               s, m, st),
+                   false);
+        }
+        ++(op.kind == OpKind::B ? c.b : c.i);
+        break;
+      }
+      case OpKind::W:
+        if (c.i == 0) report("order", r, pos, fmt::format("runs before {}I{}", s, m), true);
+        ++c.w;
+        break;
+      default:
+        break;
+    }
   }
 
   void check_rank(int r) {
@@ -138,48 +193,20 @@ class Validator {
         }
         continue;
       }
+      if (is_composite(op.kind)) {
+        for (const Op& part : p_.parts(r, op))
+          if (check_place(r, pos, part)) check_compute(r, pos, part);
+        continue;
+      }
       if (!check_place(r, pos, op)) continue;
+      if (info(op.kind).cls == OpClass::resource) continue;
+      if (is_compute(op.kind)) {
+        check_compute(r, pos, op);
+        continue;
+      }
       const int s = op.stage, m = op.microbatch;
       Counts& c = counts_[cell(s, m)];
-      const bool local_prev = s > 0 && p_.rank_of(s - 1) == r;
-      const bool local_next = s + 1 < S_ && p_.rank_of(s + 1) == r;
       switch (op.kind) {
-        case OpKind::F:
-          if (local_prev && counts_[cell(s - 1, m)].f == 0)
-            report("order", r, pos, fmt::format("runs before {}F{} on the same rank", s - 1, m),
-                   true);
-          if (s > 0 && !local_prev)
-            check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_F, s, m)), "its activation");
-          ++c.f;
-          break;
-        case OpKind::B:
-        case OpKind::I: {
-          if (c.f == 0) report("order", r, pos, fmt::format("runs before {}F{}", s, m), true);
-          if (local_next && counts_[cell(s + 1, m)].b + counts_[cell(s + 1, m)].i == 0)
-            report("order", r, pos,
-                   fmt::format("runs before the backward of stage {} on the same rank", s + 1),
-                   true);
-          if (s + 1 < S_ && !local_next)
-            check_input(r, pos, tensor_index(Op::comm(OpKind::RECV_B, s, m)),
-                        "its output gradient");
-          // The backward frees the forward's output buffer: its send must be complete.
-          if (s + 1 < S_ && !local_next) {
-            const std::int32_t st = send_state_[tensor_index(Op::comm(OpKind::SEND_F, s, m))];
-            if (st >= 0)
-              report("buffer_released_before_wait", r, pos,
-                     fmt::format(
-                         "frees the output of {}F{} while its send (request #{}) is not waited: "
-                         "Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
-                         s, m, st),
-                     false);
-          }
-          ++(op.kind == OpKind::B ? c.b : c.i);
-          break;
-        }
-        case OpKind::W:
-          if (c.i == 0) report("order", r, pos, fmt::format("runs before {}I{}", s, m), true);
-          ++c.w;
-          break;
         case OpKind::SEND_F:
         case OpKind::SEND_B:
         case OpKind::RECV_F:
@@ -211,7 +238,7 @@ class Validator {
           }
           break;
         }
-        case OpKind::WAIT:
+        default:
           break;
       }
     }
@@ -234,6 +261,7 @@ class Validator {
     for (int s = 0; s < S_; ++s) {
       const int r = p_.rank_of(s);
       for (int m = 0; m < M_; ++m) {
+        if (!p_.routes().on_route(s, m)) continue;
         const Counts& c = counts_[cell(s, m)];
         auto at = [&](std::string kind, std::string msg, bool fatal) {
           report(std::move(kind), r, -1, fmt::format("stage {} microbatch {}: {}", s, m, msg),
@@ -251,28 +279,28 @@ class Validator {
           at("duplicate_compute", "backward appears more than once", false);
         else if (c.i == 1 && c.w == 0)
           at("missing_compute", fmt::format("{}I{} has no {}W{}", s, m, s, m), false);
-        if (s + 1 < S_ && p_.rank_of(s + 1) != r) {
-          for (bool backward : {false, true}) {
-            const std::size_t t = (backward ? counts_.size() : 0) + cell(s, m);
-            const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;
-            if (sent == received) continue;
-            const std::string tensor =
-                backward ? fmt::format("gradient {}->{} of microbatch {}", s + 1, s, m)
-                         : fmt::format("activation {}->{} of microbatch {}", s, s + 1, m);
-            const int sender = p_.rank_of(backward ? s + 1 : s),
-                      receiver = p_.rank_of(backward ? s : s + 1);
-            report(sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
-                   sent
-                       ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
-                       : fmt::format("receives the {} but rank {} never sends it", tensor, sender),
-                   false);
-          }
+        const int n = sem_.next_stage(s, m);
+        if (n < 0 || p_.rank_of(n) == r) continue;
+        for (bool backward : {false, true}) {
+          const std::size_t t = sem_.tensor_index({backward, backward ? n : s, m});
+          const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;
+          if (sent == received) continue;
+          const std::string tensor =
+              backward ? fmt::format("gradient {}->{} of microbatch {}", n, s, m)
+                       : fmt::format("activation {}->{} of microbatch {}", s, n, m);
+          const int sender = p_.rank_of(backward ? n : s),
+                    receiver = p_.rank_of(backward ? s : n);
+          report(sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
+                 sent ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
+                      : fmt::format("receives the {} but rank {} never sends it", tensor, sender),
+                 false);
         }
       }
     }
   }
 
   const Program& p_;
+  Semantics sem_;
   int S_, M_;
   std::vector<Counts> counts_;
   std::vector<std::int32_t> send_state_, recv_state_;

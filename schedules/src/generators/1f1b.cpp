@@ -1,20 +1,13 @@
 // 1F1B (PipeDream-flush): warm-up forwards, then one forward / one backward, then cool-down.
-#include <fmt/format.h>
-
 #include <algorithm>
 
-#include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
 
 namespace ppsim::schedules::generators {
 
 namespace {
 Program build(const ScheduleParams& p) {
-  if (p.chunks != 1)
-    throw ParameterError("chunks", fmt::format("1f1b runs one chunk per rank, got chunks={}; "
-                                               "use interleaved-1f1b for virtual stages",
-                                               p.chunks));
-  const int P = p.ranks, M = p.microbatches;
+  const int P = p.ranks(), M = p.microbatches();
   Program program(M, make_placement(PlacementKind::loop, P, 1));
   for (int r = 0; r < P; ++r) {
     program.reserve(r, 2 * static_cast<std::size_t>(M));
@@ -35,8 +28,12 @@ void register_1f1b(Registry& registry) {
   registry.add({"1f1b",
                 {"1F1B", "PipeDream-flush"},
                 "warm-up min(P-r-1, M) forwards, then one forward / one backward, then cool-down",
-                {{"ranks", "pipeline ranks P (one stage each)"}, {"microbatches", "M >= 1"}},
-                build});
+                {ranks_param("pipeline ranks P (one stage each)"), microbatches_param("M >= 1")},
+                build,
+                {{{"ranks", 1}, {"microbatches", 1}},
+                 {{"ranks", 2}, {"microbatches", 3}},
+                 {{"ranks", 4}, {"microbatches", 8}},
+                 {{"ranks", 5}, {"microbatches", 2}}}});
 }
 
 }  // namespace ppsim::schedules::generators

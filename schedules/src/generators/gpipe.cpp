@@ -1,22 +1,16 @@
 // GPipe: every rank runs all its forwards, then all its backwards.
-#include <fmt/format.h>
-
-#include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
 
 namespace ppsim::schedules::generators {
 
 namespace {
 Program build(const ScheduleParams& p) {
-  if (p.chunks != 1)
-    throw ParameterError("chunks", fmt::format("gpipe runs one chunk per rank, got chunks={}; "
-                                               "use interleaved-1f1b for virtual stages",
-                                               p.chunks));
-  Program program(p.microbatches, make_placement(PlacementKind::loop, p.ranks, 1));
-  for (int r = 0; r < p.ranks; ++r) {
-    program.reserve(r, 2 * static_cast<std::size_t>(p.microbatches));
-    for (int m = 0; m < p.microbatches; ++m) program.push(r, Op::compute(OpKind::F, r, m));
-    for (int m = 0; m < p.microbatches; ++m) program.push(r, Op::compute(OpKind::B, r, m));
+  const int P = p.ranks(), M = p.microbatches();
+  Program program(M, make_placement(PlacementKind::loop, P, 1));
+  for (int r = 0; r < P; ++r) {
+    program.reserve(r, 2 * static_cast<std::size_t>(M));
+    for (int m = 0; m < M; ++m) program.push(r, Op::compute(OpKind::F, r, m));
+    for (int m = 0; m < M; ++m) program.push(r, Op::compute(OpKind::B, r, m));
   }
   return program;
 }
@@ -26,8 +20,12 @@ void register_gpipe(Registry& registry) {
   registry.add({"gpipe",
                 {"GPipe"},
                 "all forwards, then all backwards (fill-drain)",
-                {{"ranks", "pipeline ranks P (one stage each)"}, {"microbatches", "M >= 1"}},
-                build});
+                {ranks_param("pipeline ranks P (one stage each)"), microbatches_param("M >= 1")},
+                build,
+                {{{"ranks", 1}, {"microbatches", 1}},
+                 {{"ranks", 2}, {"microbatches", 3}},
+                 {{"ranks", 4}, {"microbatches", 8}},
+                 {{"ranks", 5}, {"microbatches", 2}}}});
 }
 
 }  // namespace ppsim::schedules::generators

@@ -29,8 +29,8 @@ std::vector<Slot> schedule_table(int M, int V, int group) {
 }
 
 Program build(const ScheduleParams& p) {
-  const int P = p.ranks, M = p.microbatches, V = p.chunks;
-  const int group = p.microbatch_group_size == 0 ? P : p.microbatch_group_size;
+  const int P = p.ranks(), M = p.microbatches(), V = p.chunks();
+  const int group = p.integer("microbatch_group_size") == 0 ? P : p.integer("microbatch_group_size");
   // The combinations Megatron-LM rejects, with its reasons.
   if (V < 2)
     throw ParameterError("chunks", fmt::format("interleaved-1f1b needs chunks >= 2 (got {}); "
@@ -86,11 +86,17 @@ void register_interleaved_1f1b(Registry& registry) {
        {"Interleaved1F1B", "interleaved"},
        "Megatron virtual pipeline: V chunks per rank (stage s on rank s mod P), "
        "warm-up 2(P-r-1) + (V-1)*group forwards",
-       {{"ranks", "pipeline ranks P > 2"},
-        {"microbatches", "M >= microbatch_group_size"},
-        {"chunks", "virtual chunks per rank V >= 2"},
-        {"microbatch_group_size", "microbatches per chunk before moving on (default P, >= P)"}},
-       build});
+       {ranks_param("pipeline ranks P > 2"),
+        microbatches_param("M >= microbatch_group_size"),
+        ParamSpec("chunks", "virtual chunks per rank V >= 2").with_default(2).range(1),
+        ParamSpec("microbatch_group_size",
+                  "microbatches per chunk before moving on (default P, >= P)")
+            .range(1)},
+       build,
+       {{{"ranks", 3}, {"microbatches", 6}, {"chunks", 2}},
+        {{"ranks", 4}, {"microbatches", 8}, {"chunks", 2}},
+        {{"ranks", 4}, {"microbatches", 8}, {"chunks", 3}},
+        {{"ranks", 3}, {"microbatches", 7}, {"chunks", 2}, {"microbatch_group_size", 7}}}});
 }
 
 }  // namespace ppsim::schedules::generators

@@ -1,51 +1,42 @@
 #pragma once
 // Schedule generators: one file each under schedules/src/generators, registered by name.
-// A generator emits compute ops only (F, B, I, W); lowering adds the communication.
+// A generator emits compute ops only (F, B, I, W, OVERLAP_F_B); lowering adds the communication.
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ppsim/schedules/params.hpp"
 #include "ppsim/schedules/program.hpp"
+#include "ppsim/schedules/registry.hpp"
 
 namespace ppsim::schedules {
 
-struct ScheduleParams {
-  int ranks = 4;
-  int microbatches = 8;
-  int chunks = 1;
-  int microbatch_group_size = 0;  // 0: the generator's default
-};
-
-struct ParamDoc {
-  std::string name;
-  std::string description;
-};
+using ScheduleParams = Params;
 
 struct Generator {
   std::string name;                  // canonical, e.g. "1f1b"
   std::vector<std::string> aliases;  // e.g. PyTorch class names; matched case-insensitively
   std::string summary;
-  std::vector<ParamDoc> params;
-  std::function<Program(const ScheduleParams&)> build;  // throws ParameterError
+  std::vector<ParamSpec> params;  // every parameter it reads; anything else is refused
+  // Receives resolved parameters (declared, defaults filled, ranges checked); throws
+  // ParameterError for combinations it cannot honour.
+  std::function<Program(const ScheduleParams&)> build;
+  // Small valid parameter sets that tests run through every comm style and the simulator.
+  std::vector<ScheduleParams> test_params;
 };
 
-class Registry {
+class Registry : public NamedRegistry<Generator> {
  public:
   static Registry& instance();
-  void add(Generator generator);
-  // Case-insensitive lookup by name or alias; nullptr when unknown.
-  const Generator* find(std::string_view name) const;
-  const std::vector<Generator>& all() const { return generators_; }
-
- private:
-  std::vector<Generator> generators_;
 };
 
-// Look up and build; throws ParameterError (key "kind") for an unknown name.
+// Look up, resolve parameters and build; throws ParameterError (key "kind") for an unknown name
+// and (key = the parameter) for a parameter the generator does not take or a bad value.
 Program generate(std::string_view kind, const ScheduleParams& params);
 
-// Checks shared by generators: ranks >= 1, microbatches >= 1, chunks >= 1.
-void check_common_params(const ScheduleParams& params);
+// The declarations most generators share.
+ParamSpec ranks_param(std::string description = "pipeline ranks P", std::int64_t min = 1);
+ParamSpec microbatches_param(std::string description = "microbatches M", std::int64_t min = 1);
 
 }  // namespace ppsim::schedules

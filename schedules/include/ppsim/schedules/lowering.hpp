@@ -1,29 +1,72 @@
 #pragma once
-// Lowering: insert SEND/RECV/WAIT ops between the compute ops of a generated Program.
-#include <string_view>
+// Lowering: insert SEND/RECV/WAIT ops between the compute ops of a generated Program. Each style
+// is one file under schedules/src/lowerings, registered by name.
+#include <functional>
+#include <string>
+#include <vector>
 
+#include "ppsim/schedules/params.hpp"
 #include "ppsim/schedules/program.hpp"
+#include "ppsim/schedules/registry.hpp"
+#include "ppsim/schedules/semantics.hpp"
 
 namespace ppsim::schedules {
 
-enum class CommStyle {
-  blocking,    // recv right before the consumer, send right after the producer, both blocking
-  async_send,  // forward sends async, waited before the rank's next forward; the rest blocking
-  batched,     // Megatron pairs: send_forward+recv_backward and send_backward+recv_forward
-               // posted together async and waited together; other transfers blocking
-  async,       // everything async; recvs posted `prefetch` compute ops ahead, waited at use
-};
-
 struct LoweringOptions {
-  CommStyle style = CommStyle::async;
-  int prefetch = 1;  // async style: compute ops ahead of the consumer; kPrefetchAll = at start
-  static constexpr int kPrefetchAll = -1;
+  std::string style = "async";
+  Params params;  // the style's own parameters (async: prefetch)
 };
 
-std::string_view to_string(CommStyle style);
-bool parse_comm_style(std::string_view text, CommStyle& out);
+// What a style sees while it lowers one rank: the compute ops in, the output to append to.
+class RankLowering {
+ public:
+  RankLowering(const Program& in, Program& out, int rank, const Params& params)
+      : in_(in), out_(out), sem_(in), rank_(rank), params_(params) {}
 
-// `compute` holds compute ops only; the result has the same compute order plus comm ops.
+  int rank() const { return rank_; }
+  const std::vector<Op>& compute() const { return in_.ops(rank_); }
+  const Semantics& semantics() const { return sem_; }
+  const Params& params() const { return params_; }
+
+  // The receives a compute op needs / the sends of its outputs (one per part of a composite).
+  std::vector<Op> recvs_needed(const Op& c) const;
+  std::vector<Op> sends_after(const Op& c) const;
+
+  // Appends an op; a composite from compute() brings its parts along.
+  void emit(Op op);
+  std::int32_t post(Op op) {  // emit as async, return its request id
+    op.async = true;
+    op.request = next_request_++;
+    emit(op);
+    return op.request;
+  }
+  // One WAIT on `ids` (sorted), then clears them; nothing when empty.
+  void wait(std::vector<std::int32_t>& ids);
+
+ private:
+  const Program& in_;
+  Program& out_;
+  Semantics sem_;
+  int rank_;
+  const Params& params_;
+  std::int32_t next_request_ = 0;
+};
+
+struct LoweringStyle {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string summary;
+  std::vector<ParamSpec> params;
+  std::function<void(RankLowering&)> lower_rank;
+};
+
+class LoweringRegistry : public NamedRegistry<LoweringStyle> {
+ public:
+  static LoweringRegistry& instance();
+};
+
+// `compute` holds compute ops only; the result has the same compute order plus comm ops. Throws
+// ParameterError (key "style" or the parameter's name).
 Program lower(const Program& compute, const LoweringOptions& options);
 
 }  // namespace ppsim::schedules

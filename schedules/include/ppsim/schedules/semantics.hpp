@@ -1,0 +1,129 @@
+#pragma once
+// What an op of a Program means: which tensor it carries, reads, produces and frees, which rank is
+// its peer, and which stage comes before and after a stage for a given microbatch (its route).
+// Lowering, validation, the simulator and the executor ask here and nowhere else.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "ppsim/schedules/program.hpp"
+
+namespace ppsim::schedules {
+
+// A tensor crossing from one stage to another: the forward activation that `producer` computes
+// for `microbatch`, or the gradient it computes (flowing to the previous stage). SEND_F(s) and
+// RECV_F(next(s)) name the same tensor.
+struct TensorId {
+  bool backward = false;
+  std::int32_t producer = 0;
+  std::int32_t microbatch = 0;
+  friend bool operator==(const TensorId&, const TensorId&) = default;
+};
+
+class Semantics {
+ public:
+  explicit Semantics(const Program& program) : p_(program) {}
+  const Program& program() const { return p_; }
+
+  // Route neighbours: Routes::kNone at an end of the microbatch's route, kOffRoute off it.
+  int next_stage(int stage, int microbatch) const { return p_.routes().next(stage, microbatch); }
+  int prev_stage(int stage, int microbatch) const { return p_.routes().prev(stage, microbatch); }
+  bool first_stage(int stage, int microbatch) const {
+    return prev_stage(stage, microbatch) == Routes::kNone;
+  }
+  bool last_stage(int stage, int microbatch) const {
+    return next_stage(stage, microbatch) == Routes::kNone;
+  }
+
+  // The stage at the other end of a p2p op (SEND_F, RECV_B: next; RECV_F, SEND_B: previous);
+  // negative when there is none.
+  int peer_stage(const Op& op) const {
+    const bool towards_next = op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B;
+    return towards_next ? next_stage(op.stage, op.microbatch) : prev_stage(op.stage, op.microbatch);
+  }
+  // Rank of the peer stage; -1 when there is none.
+  int peer_of(const Op& op) const {
+    const int s = peer_stage(op);
+    return s >= 0 ? p_.rank_of(s) : -1;
+  }
+  // The tensor a p2p op carries (call only when peer_stage(op) >= 0).
+  TensorId tensor_of(const Op& op) const {
+    const bool bwd = info(op.kind).backward;
+    const std::int32_t producer = is_send(op.kind) ? op.stage : peer_stage(op);
+    return {bwd, producer, op.microbatch};
+  }
+  // Dense index of a tensor in [0, tensor_count()): tables of per-tensor state use it.
+  std::size_t tensor_count() const {
+    return 2 * static_cast<std::size_t>(p_.stages()) * static_cast<std::size_t>(p_.microbatches());
+  }
+  std::size_t tensor_index(const TensorId& t) const {
+    return (t.backward ? tensor_count() / 2 : 0) +
+           static_cast<std::size_t>(t.producer) * static_cast<std::size_t>(p_.microbatches()) +
+           static_cast<std::size_t>(t.microbatch);
+  }
+
+  // --- data flow of a plain compute op (F, B, I, W); composite ops: apply to each part ---------
+  // The tensor it reads from another rank, with the receive that must bring it: F reads the
+  // activation of the previous stage, B and I the gradient of the next one (none at the route's
+  // ends, or when that stage lives on the same rank).
+  std::optional<Op> input_recv(const Op& op) const {
+    const int rank = p_.rank_of(op.stage);
+    if (op.kind == OpKind::F) {
+      const int prev = prev_stage(op.stage, op.microbatch);
+      if (prev >= 0 && p_.rank_of(prev) != rank)
+        return Op::comm(OpKind::RECV_F, op.stage, op.microbatch);
+    } else if (is_backward_input(op.kind)) {
+      const int next = next_stage(op.stage, op.microbatch);
+      if (next >= 0 && p_.rank_of(next) != rank)
+        return Op::comm(OpKind::RECV_B, op.stage, op.microbatch);
+    }
+    return std::nullopt;
+  }
+  // The send of its output, when the consumer lives on another rank.
+  std::optional<Op> output_send(const Op& op) const {
+    const int rank = p_.rank_of(op.stage);
+    if (op.kind == OpKind::F) {
+      const int next = next_stage(op.stage, op.microbatch);
+      if (next >= 0 && p_.rank_of(next) != rank)
+        return Op::comm(OpKind::SEND_F, op.stage, op.microbatch);
+    } else if (is_backward_input(op.kind)) {
+      const int prev = prev_stage(op.stage, op.microbatch);
+      if (prev >= 0 && p_.rank_of(prev) != rank)
+        return Op::comm(OpKind::SEND_B, op.stage, op.microbatch);
+    }
+    return std::nullopt;
+  }
+  // The stage on the same rank whose op must have run first: F after F of the previous stage, B/I
+  // after the backward of the next stage. -1 when the neighbour is remote or absent.
+  int local_producer_stage(const Op& op) const {
+    const int rank = p_.rank_of(op.stage);
+    int s = -1;
+    if (op.kind == OpKind::F)
+      s = prev_stage(op.stage, op.microbatch);
+    else if (is_backward_input(op.kind))
+      s = next_stage(op.stage, op.microbatch);
+    return s >= 0 && p_.rank_of(s) == rank ? s : -1;
+  }
+  // The forward output a backward releases: its send buffer, when the output went to another
+  // rank (Megatron frees it after the send; Gloo needs the send waited first).
+  std::optional<Op> freed_send(const Op& op) const {
+    if (!is_backward_input(op.kind)) return std::nullopt;
+    return output_send(Op::compute(OpKind::F, op.stage, op.microbatch));
+  }
+
+  // Calls f(part) for each plain compute op a compute op stands for: itself, or a composite's parts.
+  template <typename Fn>
+  void for_each_part(int rank, const Op& op, Fn&& f) const {
+    if (!is_composite(op.kind)) {
+      f(op);
+      return;
+    }
+    for (const Op& part : p_.parts(rank, op)) f(part);
+  }
+
+ private:
+  const Program& p_;
+};
+
+}  // namespace ppsim::schedules
