@@ -10,12 +10,14 @@
 #include <new>
 #include <stdexcept>
 
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/config/sweep.hpp"
 #include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/lowering.hpp"
 #include "ppsim/sim/analysis.hpp"
-#include "ppsim/sim/report_json.hpp"
-#include "ppsim/sim/sweep.hpp"
-#include "ppsim/sim/trace.hpp"
+#include "ppsim/sim/simulator.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
+#include "ppsim/viz/json_report.hpp"
 #include "ppsim/viz/summary_table.hpp"
 
 namespace ppsim::cli {
@@ -35,10 +37,10 @@ void write_atomically(const std::string& path, const std::function<void(std::ost
   try {
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw sim::ConfigError(path, "", "cannot open the output file for writing");
+      if (!out) throw config::ConfigError(path, "", "cannot open the output file for writing");
       body(out);
       out.flush();
-      if (!out) throw sim::ConfigError(path, "", "write failed");
+      if (!out) throw config::ConfigError(path, "", "write failed");
     }
     std::filesystem::rename(tmp, path);
   } catch (...) {
@@ -58,7 +60,7 @@ int guarded(const std::string& source, F&& body) {
         fmt::format("{}: out of memory: the schedule is too large to simulate", source));
   } catch (const std::length_error&) {
     return bad_input(fmt::format("{}: the schedule is too large to simulate", source));
-  } catch (const sim::ConfigError& e) {
+  } catch (const config::ConfigError& e) {
     return bad_input(e.what());
   } catch (const sim::SimulationError& e) {
     return bad_input(e.what());
@@ -72,22 +74,19 @@ int guarded(const std::string& source, F&& body) {
 int cmd_run(const std::string& path, bool json, const std::string& trace_file,
             const CommonOptions& common) {
   return guarded(path, [&] {
-    const sim::Config config = sim::load_config(path, common.overrides);
-    sim::Trace trace;
-    trace.time_unit = config.time_unit;
-    sim::TraceRecorder recorder(trace);
-    const sim::Analysis a = sim::analyze(config, trace_file.empty() ? nullptr : &recorder);
+    const config::Config cfg = config::load_config(path, common.overrides);
+    const record::RunRecord a = sim::analyze(cfg, {.trace = !trace_file.empty()});
     if (!trace_file.empty()) {
-      if (!a.result)
+      if (!a.trace)
         return bad_input(fmt::format("{}: the program is invalid, no trace to write:\n{}", path,
                                      viz::summary_text(a)));
       write_atomically(trace_file, [&](std::ostream& out) {
-        viz::write_chrome_trace(out, trace, a.run.program,
-                                {sim::microseconds_per_unit(config.time_unit), config.name});
+        viz::write_chrome_trace(out, *a.trace, *a.program,
+                                {config::microseconds_per_unit(cfg.time_unit), cfg.name});
       });
     }
     if (json)
-      std::cout << sim::to_json(a).dump(2) << "\n";
+      std::cout << viz::to_json(a).dump(2) << "\n";
     else
       std::cout << viz::summary_text(a);
     return a.ok() ? kOk : kWrong;
@@ -98,19 +97,19 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                 const std::vector<std::string>& kinds, const std::vector<int>& microbatches,
                 const std::vector<int>& chunks, const CommonOptions& common) {
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
-    std::vector<sim::Analysis> runs;
+    std::vector<record::RunRecord> runs;
     for (const auto& path : paths) {
-      const sim::Config base = sim::load_config(path, common.overrides);
-      const sim::SweepAxes axes{kinds, microbatches, chunks};
-      if (!sim::sweep_requested(axes)) {
+      const config::Config base = config::load_config(path, common.overrides);
+      const config::SweepAxes axes{kinds, microbatches, chunks};
+      if (!config::sweep_requested(axes)) {
         runs.push_back(sim::analyze(base));
         continue;
       }
-      for (const auto& config : sim::sweep(base, axes)) runs.push_back(sim::analyze(config));
+      for (const auto& one : config::sweep(base, axes)) runs.push_back(sim::analyze(one));
     }
     if (json) {
       nlohmann::json arr = nlohmann::json::array();
-      for (const auto& a : runs) arr.push_back(sim::to_json(a));
+      for (const auto& a : runs) arr.push_back(viz::to_json(a));
       std::cout << arr.dump(2) << "\n";
     } else if (csv) {
       std::cout << viz::compare_csv(runs);
@@ -128,31 +127,11 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& path : paths) {
     const int one = guarded(path, [&] {
-      const sim::Analysis a = sim::analyze(sim::load_config(path, common.overrides));
-      if (json) {
-        nlohmann::json j = {{"config", path},
-                            {"name", a.config.name},
-                            {"ok", a.ok()},
-                            {"verdict", viz::verdict(a)}};
-        nlohmann::json errors = nlohmann::json::array();
-        for (const auto& d : a.errors) errors.push_back(sim::to_json(d));
-        j["errors"] = errors;
-        j["deadlock"] = a.result && a.result->deadlock ? sim::to_json(*a.result->deadlock)
-                                                       : nlohmann::json(nullptr);
-        arr.push_back(j);
-      } else if (a.ok()) {
-        std::cout << fmt::format("ok    {} ({})\n", path, a.config.name);
-      } else {
-        std::cout << fmt::format("FAIL  {} ({}): {}\n", path, a.config.name, viz::verdict(a));
-        if (a.result && a.result->deadlock) {
-          std::string d = a.result->deadlock->describe();
-          for (std::size_t p = 0; (p = d.find('\n', p)) != std::string::npos; p += 7)
-            d.replace(p, 1, "\n      ");
-          std::cout << "      " << d << "\n";
-        }
-        for (const auto& e : a.errors)
-          std::cout << fmt::format("      {}: {}\n", e.kind, e.message);
-      }
+      const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides));
+      if (json)
+        arr.push_back(viz::check_json(a, path));
+      else
+        std::cout << viz::check_text(a, path);
       return a.ok() ? kOk : kWrong;
     });
     code = std::max(code, one);
@@ -162,7 +141,7 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
 }
 
 int cmd_list() {
-  std::cout << "schedules:\n";
+  std::cout << "schedules (schedule.kind):\n";
   for (const auto& g : schedules::Registry::instance().all()) {
     std::cout << fmt::format("  {:<18} {}\n", g.name, g.summary);
     if (!g.aliases.empty())
@@ -170,17 +149,24 @@ int cmd_list() {
     for (const auto& p : g.params)
       std::cout << fmt::format("  {:<18}   {:<22} {}\n", "", p.name, p.description);
   }
-  std::cout << fmt::format("  {:<18} {}\n", "custom",
-                           "your own op lists: schedule.ops, one string per rank");
-  std::cout << "comm styles (comm.style): blocking, async-send, batched, async\n";
-  std::cout << "matching (comm.matching): tag, fifo\n";
+  for (const auto& src : config::SourceRegistry::instance().all())
+    if (src.name != "generated") std::cout << fmt::format("  {:<18} {}\n", src.name, src.summary);
+  std::cout << "comm styles (comm.style):\n";
+  for (const auto& st : schedules::LoweringRegistry::instance().all()) {
+    std::cout << fmt::format("  {:<18} {}\n", st.name, st.summary);
+    for (const auto& p : st.params)
+      std::cout << fmt::format("  {:<18}   {:<22} {}\n", "", "comm." + p.name, p.description);
+  }
+  std::cout << fmt::format("matching (comm.matching): {}, {}\n",
+                           config::to_string(config::Matching::tag),
+                           config::to_string(config::Matching::fifo));
   return kOk;
 }
 
 int cmd_export(const std::string& path, const CommonOptions& common) {
   return guarded(path, [&] {
-    const sim::BuiltRun run = sim::build(sim::load_config(path, common.overrides));
-    std::cout << run.program.to_text();
+    const config::Prepared run = config::prepare(config::load_config(path, common.overrides));
+    std::cout << run.program->to_text();
     return kOk;
   });
 }

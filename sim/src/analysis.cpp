@@ -1,23 +1,36 @@
 #include "ppsim/sim/analysis.hpp"
 
-#include <set>
-
 #include "ppsim/schedules/validation.hpp"
+#include "ppsim/sim/simulator.hpp"
 
 namespace ppsim::sim {
 
-Analysis analyze(const Config& config, Observer* observer) {
-  Analysis a{config, build(config), {}, std::nullopt};
-  a.errors = schedules::validate(a.run.program);
-  if (schedules::has_fatal(a.errors)) return a;
-  a.result = simulate(a.run.program, a.run.options, observer);
-  // The static report of a hazard kind is complete; the simulator's own sighting adds nothing.
-  std::set<std::string> static_kinds;
-  for (const auto& d : a.errors) static_kinds.insert(d.kind);
-  for (auto& d : a.result->errors)
-    if (!static_kinds.count(d.kind)) a.errors.push_back(d);
-  a.result->errors.clear();
-  return a;
+record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions& options) {
+  const config::Config& c = prepared.config;
+  record::RunRecord rec;
+  rec.info = {c.name, c.source, c.kind, c.comm_style(),
+              std::string(config::to_string(c.network.matching)), c.time_unit, "simulated"};
+  rec.program = prepared.program;
+  rec.diagnostics = schedules::validate(*prepared.program);
+  if (schedules::has_fatal(rec.diagnostics)) return rec;
+  record::Trace trace;
+  trace.time_unit = c.time_unit;
+  record::TraceRecorder recorder(trace);
+  record::ObserverList sinks;
+  if (options.trace) sinks.add(&recorder);
+  sinks.add(options.observer);
+  SimResult r = simulate(*prepared.program, prepared.model, sinks.get());
+  // Each hazard has one detector: validation for what program order shows, the engine for what
+  // only a run shows; the lists do not overlap.
+  rec.diagnostics.insert(rec.diagnostics.end(), r.errors.begin(), r.errors.end());
+  rec.deadlock = std::move(r.deadlock);
+  rec.metrics = static_cast<record::RunMetrics&&>(std::move(r));
+  if (options.trace) rec.trace = std::move(trace);
+  return rec;
+}
+
+record::RunRecord analyze(const config::Config& config, const AnalyzeOptions& options) {
+  return analyze(config::prepare(config), options);
 }
 
 }  // namespace ppsim::sim

@@ -19,12 +19,12 @@ struct CycleCollector {
   }
 };
 
-BlockedOp blocked_op(const WaitEdge& e) {
+record::BlockedOp blocked_op(const WaitEdge& e) {
   return {e.rank, e.position, e.op, e.peer, e.waiting_for};
 }
 }  // namespace
 
-Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
+record::Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
                        const std::vector<bool>& finished) {
   Graph g(static_cast<std::size_t>(ranks));
   std::set<std::pair<int, int>> added;  // a WAIT on two requests to one peer is one edge
@@ -34,10 +34,10 @@ Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
   std::vector<std::vector<int>> cycles;
   boost::hawick_unique_circuits(g, CycleCollector{&cycles});
 
-  Deadlock d;
+  record::Deadlock d;
   std::set<std::pair<int, int>> cycle_edges;
   for (const auto& cyc : cycles) {
-    std::vector<BlockedOp> ops;
+    std::vector<record::BlockedOp> ops;
     for (std::size_t i = 0; i < cyc.size(); ++i) {
       const int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
       cycle_edges.insert({from, to});
@@ -59,24 +59,6 @@ Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
       d.blocked.push_back(blocked_op(e));
   }
   return d;
-}
-
-std::string Deadlock::describe() const {
-  auto one = [](const BlockedOp& b) {
-    std::string s = fmt::format("rank {} blocked in {}", b.rank, b.op);
-    if (!b.waiting_for.empty()) s += fmt::format(" on {}", b.waiting_for);
-    return b.peer >= 0 ? s + fmt::format(" -> rank {}", b.peer) : s;
-  };
-  std::vector<std::string> parts;
-  for (const auto& c : cycles) {
-    std::vector<std::string> ops;
-    for (const auto& b : c) ops.push_back(one(b));
-    parts.push_back(fmt::format("cycle: {}", fmt::join(ops, "; ")));
-  }
-  for (const auto& b : unmatched)
-    parts.push_back(fmt::format("unmatched: {} (rank {} has finished)", one(b), b.peer));
-  for (const auto& b : blocked) parts.push_back(fmt::format("waiting: {}", one(b)));
-  return fmt::format("{}", fmt::join(parts, "\n"));
 }
 
 }  // namespace ppsim::sim

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "ppsim/sim/result.hpp"
+#include "ppsim/record/deadlock.hpp"
 
 namespace ppsim::sim {
 
@@ -17,7 +17,7 @@ struct WaitEdge {
 
 // Elementary cycles of the rank -> peer graph (Boost.Graph, Hawick-James), then the rest: edges
 // into finished ranks are unmatched ops, other edges are ranks blocked behind a cycle.
-Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
+record::Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
                        const std::vector<bool>& finished);
 
 }  // namespace ppsim::sim

@@ -11,15 +11,13 @@
 #include <sys/mman.h>
 
 #include "deadlock.hpp"
+#include "ppsim/schedules/semantics.hpp"
 
 namespace ppsim::sim {
 
-std::string_view to_string(Matching m) {
-  return m == Matching::tag ? "tag" : "fifo";
-}
-
 namespace {
 
+using record::Observer;
 using schedules::Diagnostic;
 using schedules::Op;
 using schedules::OpKind;
@@ -58,8 +56,8 @@ struct Endpoint {
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
   // frees_when_sent: a gradient, or a forward output under deallocate_outputs.
-  std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, waited : 1 = 0, buffer_live : 1 = 0,
-                      eager : 1 = 0, frees_when_sent : 1 = 0;
+  std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, buffer_live : 1 = 0, eager : 1 = 0,
+                      frees_when_sent : 1 = 0;
 };
 
 struct Link {
@@ -140,7 +138,6 @@ struct RankState {
   std::int64_t memory = 0, peak_memory = 0;
   std::int64_t sent = 0, recv = 0;
   int inflight = 0, peak_inflight = 0;
-  std::int64_t unwaited = 0;
   // request id -> endpoint: a vector for the dense ids lowering makes, a map for the others
   std::vector<std::int32_t> request_ep;
   std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
@@ -153,10 +150,17 @@ struct RankState {
 class Engine {
  public:
   Engine(const Program& p, const SimOptions& o, Observer* obs)
-      : p_(p), o_(o), obs_(obs), S_(p.stages()), M_(p.microbatches()), R_(p.ranks()) {}
+      : p_(p),
+        sem_(p),
+        o_(o),
+        obs_(obs),
+        S_(p.stages()),
+        M_(p.microbatches()),
+        R_(p.ranks()) {}
 
   SimResult run() {
     setup();
+    if (obs_) obs_->on_begin(R_);
     for (int r = 0; r < R_; ++r) wake(r, 0.0);
     while (!queue_.empty()) {
       const auto e = queue_.pop();
@@ -167,13 +171,14 @@ class Engine {
 
  private:
   // ---- setup -------------------------------------------------------------------------------
-  std::size_t cell(int boundary, int mb) const {
-    return static_cast<std::size_t>(boundary) * static_cast<std::size_t>(M_) +
-           static_cast<std::size_t>(mb);
+  std::size_t tensor_index(const Op& comm_op) const {
+    return sem_.tensor_index(sem_.tensor_of(comm_op));
   }
-  std::size_t tensor_index(const Op& op) const {
-    const auto t = schedules::tensor_of(op);
-    return (t.backward ? cell_count_ : 0) + cell(t.boundary, t.microbatch);
+  // The receive endpoint that brought the input a compute op reads; kNoEndpoint when it came
+  // from this rank or from nowhere.
+  std::int32_t input_endpoint(const Op& op) const {
+    const auto t = sem_.input_tensor(op);
+    return t ? recv_ep_[sem_.tensor_index(*t)] : kNoEndpoint;
   }
 
   void setup() {
@@ -187,10 +192,10 @@ class Engine {
     }
     if (o_.network.latency < 0 || o_.network.bandwidth < 0)
       throw SimulationError("latency and bandwidth must be >= 0");
-    cell_count_ = static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_);
-    assign_huge(slot_, 2 * cell_count_, kNoEndpoint);
-    assign_huge(recv_ep_, 2 * cell_count_, kNoEndpoint);
-    assign_huge(send_f_ep_, cell_count_, kNoEndpoint);
+    const std::size_t tensors = sem_.tensor_count();
+    assign_huge(slot_, tensors, kNoEndpoint);
+    assign_huge(recv_ep_, tensors, kNoEndpoint);
+    assign_huge(send_f_ep_, tensors / 2, kNoEndpoint);  // forward tensors come first
     assign_huge(inflight_, static_cast<std::size_t>(R_) * static_cast<std::size_t>(M_),
                 std::uint16_t{0});
     ranks_.resize(static_cast<std::size_t>(R_));
@@ -231,7 +236,7 @@ class Engine {
     e.send = schedules::is_send(op.kind);
     e.async = op.async;
     e.frees_when_sent = e.send && (op.kind == OpKind::SEND_B || o_.memory.deallocate_outputs);
-    const int peer = p_.peer_of(op);
+    const int peer = sem_.peer_of(op);
     if (peer < 0 || peer == r)
       throw SimulationError(
           fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
@@ -295,6 +300,12 @@ class Engine {
   }
 
   double duration(int r, const Op& op) const {
+    if (schedules::is_composite(op.kind)) {  // parts run together; costs.overlapped_fb comes later
+      double d = 0;
+      for (const Op& part : p_.parts(r, op)) d += duration(r, part);
+      return d;
+    }
+    if (schedules::info(op.kind).cls == schedules::OpClass::resource) return 0;
     const StageCost& c = o_.costs.stages[static_cast<std::size_t>(op.stage)];
     switch (op.kind) {
       case OpKind::F:
@@ -364,59 +375,29 @@ class Engine {
     memory(ranks_[static_cast<std::size_t>(e.rank)], e.rank, -o_.network.boundary_bytes, time);
   }
 
-  void start_compute(int r, RankState& rs, const Op& op, int pos, double t) {
-    const std::int64_t act = o_.memory.activation_bytes;
-    switch (op.kind) {
-      case OpKind::F: {
-        if (op.stage > 0)
-          check_read(recv_ep_[cell(op.stage - 1, op.microbatch)], r, pos, t, "its activation");
-        stash(rs, r, op.microbatch, +1, t);
-        memory(rs, r, act, t);
-        break;
-      }
-      case OpKind::B:
-      case OpKind::I: {
-        if (op.stage + 1 < S_) {
-          check_read(recv_ep_[cell_count_ + cell(op.stage, op.microbatch)], r, pos, t,
-                     "its output gradient");
-          const std::int32_t se = send_f_ep_[cell(op.stage, op.microbatch)];
-          if (se != kNoEndpoint) {
-            const Endpoint& e = eps_[static_cast<std::size_t>(se)];
-            if (e.async && e.posted && !e.waited)
-              error(
-                  "buffer_released_before_wait", r, pos, t,
-                  fmt::format("frees the output sent by {} before that request is waited "
-                              "(Gloo: \"Cannot lock pointer to unbound buffer\")",
-                              p_.op_text(e.rank, op_at(e.rank, static_cast<std::size_t>(e.pos)))));
-          }
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    if (obs_) obs_->on_compute(r, pos, t, t + duration(r, op));
-  }
-  void check_read(std::int32_t ep, int r, int pos, double t, const char* what) {
-    if (ep == kNoEndpoint) return;
-    const Endpoint& e = eps_[static_cast<std::size_t>(ep)];
-    if (e.async && e.rank == r && !e.waited)
-      error("read_before_wait", r, pos, t,
-            fmt::format("reads {} before its receive {} is waited", what,
-                        p_.op_text(r, op_at(r, static_cast<std::size_t>(e.pos)))));
+  // Effects at the start and at the end of a compute op, for each part of a composite.
+  void start_compute(int r, RankState& rs, const Op& op, double t) {
+    sem_.for_each_part(r, op, [&](const Op& part) {
+      if (part.kind != OpKind::F) return;
+      stash(rs, r, part.microbatch, +1, t);
+      memory(rs, r, o_.memory.activation_bytes, t);
+    });
   }
 
   void end_compute(int r, RankState& rs, const Op& op, double t) {
+    sem_.for_each_part(r, op, [&](const Op& part) { end_part(r, rs, part, t); });
+  }
+  void end_part(int r, RankState& rs, const Op& op, double t) {
     const std::int64_t act = o_.memory.activation_bytes, ws = o_.memory.weight_stash_bytes;
     switch (op.kind) {
       case OpKind::F:
-        if (op.stage > 0) release_recv(recv_ep_[cell(op.stage - 1, op.microbatch)], r, t);
+        release_recv(input_endpoint(op), r, t);
         break;
       case OpKind::B:
       case OpKind::I:
-        if (op.stage + 1 < S_) {
-          release_recv(recv_ep_[cell_count_ + cell(op.stage, op.microbatch)], r, t);
-          const std::int32_t se = send_f_ep_[cell(op.stage, op.microbatch)];
+        release_recv(input_endpoint(op), r, t);
+        if (const auto out = sem_.released_output(op)) {
+          const std::int32_t se = send_f_ep_[sem_.tensor_index(*out)];
           if (se != kNoEndpoint && eps_[static_cast<std::size_t>(se)].rank == r)
             release_buffer(eps_[static_cast<std::size_t>(se)], t);
         }
@@ -457,7 +438,6 @@ class Engine {
       if (obs_) obs_->on_blocked(r, static_cast<int>(pos), rs.blocked_since, t);
       rs.exposed += t - rs.blocked_since;
       rs.block = Block::none;
-      if (ops[pos].kind == OpKind::WAIT) mark_waited(r, ops[pos]);
       ++rs.pc;
     }
     if (rs.start < 0 && rs.n_ops > 0) rs.start = t;
@@ -465,11 +445,11 @@ class Engine {
       const Op& op = ops[rs.pc];
       const int pos = static_cast<int>(rs.pc);
       if (schedules::is_compute(op.kind)) {
-        const double d = duration(r, op);
-        start_compute(r, rs, op, pos, t);
-        rs.busy += d;
+        const double end = t + duration(r, op);
+        start_compute(r, rs, op, t);
+        if (obs_) obs_->on_compute(r, pos, t, end);
+        rs.busy += end - t;  // as a trace's spans sum it, so both give identical metrics
         ++rs.pc;
-        const double end = t + d;
         // No other event can happen before `end`: keep going without the heap.
         if (queue_.empty() || end < queue_.top_time()) {
           end_compute(r, rs, op, end);
@@ -483,7 +463,6 @@ class Engine {
       if (op.kind == OpKind::WAIT) {
         const double ready = wait_time(r, op);
         if (ready <= t) {
-          mark_waited(r, op);
           if (obs_) obs_->on_blocked(r, pos, t, t);
           ++rs.pc;
           continue;
@@ -502,7 +481,6 @@ class Engine {
       post(id, op, t);
       Endpoint& e = eps_[static_cast<std::size_t>(id)];
       if (e.async) {
-        ++rs.unwaited;
         if (obs_) obs_->on_post(r, pos, t);
         ++rs.pc;
         continue;
@@ -525,24 +503,6 @@ class Engine {
     }
     rs.end = t;
     rs.block = Block::done;
-    if (rs.unwaited > 0) report_unwaited(r);
-  }
-
-  void mark_waited(int r, const Op& op) {
-    for (std::int32_t request : p_.wait_ids(r, op)) {
-      Endpoint& e = eps_[static_cast<std::size_t>(request_endpoint(r, request))];
-      if (!e.waited) --ranks_[static_cast<std::size_t>(r)].unwaited;
-      e.waited = 1;
-    }
-  }
-
-  void report_unwaited(int r) {
-    const RankState& rs = ranks_[static_cast<std::size_t>(r)];
-    for (std::int32_t id = rs.ep_base; id < rs.ep_base + rs.next_ep; ++id) {
-      const Endpoint& e = eps_[static_cast<std::size_t>(id)];
-      if (e.async && !e.waited)
-        error("never_waited", r, e.pos, rs.end, "request is never waited before the rank finishes");
-    }
   }
 
   // ---- communication -------------------------------------------------------------------------
@@ -594,7 +554,7 @@ class Engine {
     if (o_.network.matching == Matching::fifo) {
       const Op& so = op_at(s.rank, static_cast<std::size_t>(s.pos));
       const Op& ro = op_at(r.rank, static_cast<std::size_t>(r.pos));
-      if (!(schedules::tensor_of(so) == schedules::tensor_of(ro)))
+      if (!(sem_.tensor_of(so) == sem_.tensor_of(ro)))
         error("message_order_mismatch", r.rank, r.pos, t,
               fmt::format(
                   "receives the message of {} on rank {}: under fifo matching (NCCL) the wrong "
@@ -643,56 +603,43 @@ class Engine {
   SimResult finish() {
     SimResult res;
     res.per_rank.resize(static_cast<std::size_t>(R_));
-    double first = std::numeric_limits<double>::infinity(), last = 0;
     bool stuck = false;
+    std::vector<int> chunks(static_cast<std::size_t>(R_), 0);
+    for (const auto& pl : p_.placement()) ++chunks[static_cast<std::size_t>(pl.rank)];
     for (int r = 0; r < R_; ++r) {
       RankState& rs = ranks_[static_cast<std::size_t>(r)];
       flush_releases(rs, kNever);
-      if (rs.block != Block::done) {
+      const bool finished = rs.block == Block::done;
+      if (!finished) {
         stuck = true;
         rs.end = rs.block == Block::none ? rs.end : rs.blocked_since;
       }
       if (rs.start < 0) rs.start = 0;
-      first = std::min(first, rs.start);
-      last = std::max(last, rs.end);
-    }
-    if (R_ == 0) first = 0;
-    res.makespan = last - first;
-    double sum_busy = 0, max_busy = 0;
-    for (int r = 0; r < R_; ++r) {
-      const RankState& rs = ranks_[static_cast<std::size_t>(r)];
-      RankMetrics& m = res.per_rank[static_cast<std::size_t>(r)];
+      const std::int64_t fixed = o_.memory.static_bytes * chunks[static_cast<std::size_t>(r)];
+      record::RankMetrics& m = res.per_rank[static_cast<std::size_t>(r)];
       m.rank = r;
       m.start = rs.start;
       m.end = rs.end;
       m.busy = rs.busy;
-      m.idle = res.makespan - rs.busy;
       m.comm_exposed = rs.exposed;
       m.peak_inflight = rs.peak_inflight;
-      m.peak_memory_bytes = rs.peak_memory + o_.memory.static_bytes * chunks_on(r);
+      m.peak_memory_bytes = rs.peak_memory + fixed;
       m.sent_bytes = rs.sent;
       m.recv_bytes = rs.recv;
       m.ops_done = rs.pc;
-      sum_busy += rs.busy;
-      max_busy = std::max(max_busy, rs.busy);
-      res.ops_executed += rs.pc;
+      if (obs_)
+        obs_->on_rank_end(r, {rs.start, rs.end, finished,
+                              finished ? -1 : static_cast<int>(rs.pc), fixed});
     }
-    res.bubble_fraction = res.makespan > 0 ? 1.0 - sum_busy / (R_ * res.makespan) : 0.0;
-    res.bubble_vs_ideal = max_busy > 0 ? (res.makespan - max_busy) / max_busy : 0.0;
+    res.summarize();
     res.comm_bytes = comm_bytes_;
     if (stuck) res.deadlock = analyze_deadlock();
-    report_unmatched_messages();
     res.errors = std::move(errors_);
+    if (obs_) obs_->on_end();
     return res;
   }
 
-  int chunks_on(int r) const {
-    int n = 0;
-    for (const auto& pl : p_.placement()) n += pl.rank == r ? 1 : 0;
-    return n;
-  }
-
-  Deadlock analyze_deadlock() const {
+  record::Deadlock analyze_deadlock() const {
     std::vector<WaitEdge> edges;
     std::vector<bool> finished(static_cast<std::size_t>(R_));
     for (int r = 0; r < R_; ++r) {
@@ -702,7 +649,7 @@ class Engine {
       const Op& op = op_at(r, rs.pc);
       const std::string text = p_.op_text(r, op);
       if (rs.block == Block::endpoint) {
-        edges.push_back({r, static_cast<int>(rs.pc), text, p_.peer_of(op), ""});
+        edges.push_back({r, static_cast<int>(rs.pc), text, sem_.peer_of(op), ""});
         continue;
       }
       for (std::int32_t request : p_.wait_ids(r, op)) {
@@ -710,31 +657,17 @@ class Engine {
         if (done_time(e) != kNever) continue;
         const Op& pending = op_at(r, static_cast<std::size_t>(e.pos));
         edges.push_back(
-            {r, static_cast<int>(rs.pc), text, p_.peer_of(pending), p_.op_text(r, pending)});
+            {r, static_cast<int>(rs.pc), text, sem_.peer_of(pending), p_.op_text(r, pending)});
       }
     }
     return find_deadlock(R_, edges, finished);
   }
 
-  void report_unmatched_messages() {
-    for (const Endpoint& e : eps_) {
-      if (!e.posted || e.partner != kNoEndpoint) continue;
-      // Blocked ranks are already described by the deadlock report.
-      const RankState& rs = ranks_[static_cast<std::size_t>(e.rank)];
-      if (rs.block == Block::endpoint && eps_[static_cast<std::size_t>(rs.blocked_ep)].pos == e.pos)
-        continue;
-      const Op& op = op_at(e.rank, static_cast<std::size_t>(e.pos));
-      error(e.send ? "unmatched_send" : "unmatched_recv", e.rank, e.pos, -1,
-            fmt::format("posted but rank {} never {} it", p_.peer_of(op),
-                        e.send ? "receives" : "sends"));
-    }
-  }
-
   const Program& p_;
+  schedules::Semantics sem_;
   const SimOptions& o_;
   Observer* obs_;
   int S_, M_, R_;
-  std::size_t cell_count_ = 0;
   double xfer_time_ = 0;
   bool eager_ = false;
   std::int64_t comm_bytes_ = 0;

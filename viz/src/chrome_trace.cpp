@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "ppsim/schedules/semantics.hpp"
+
 namespace ppsim::viz {
 
 namespace {
@@ -48,9 +50,10 @@ class Writer {
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const sim::Trace& trace,
+void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options) {
   const double k = options.us_per_unit;
+  const schedules::Semantics sem(program);
   Writer w(out);
   std::set<std::pair<int, int>> threads;  // (rank, tid) seen
   for (int r = 0; r < program.ranks(); ++r) {
@@ -76,24 +79,27 @@ void write_chrome_trace(std::ostream& out, const sim::Trace& trace,
   for (const auto& s : trace.spans) {
     const auto& op = program.ops(s.rank)[static_cast<std::size_t>(s.pos)];
     const std::string text = escape(program.op_text(s.rank, op));
-    if (s.kind == sim::SpanKind::compute) {
+    if (s.kind == record::SpanKind::compute) {
+      // A composite's args describe its first part; its name lists them all.
+      const auto& head =
+          schedules::is_composite(op.kind) ? program.parts(s.rank, op).front() : op;
       w.event(fmt::format(
           R"("ph":"X","name":"{}","cat":"compute","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"kind":"{}","stage":{},"microbatch":{},"chunk":{},"position":{}}})",
           text, s.rank, kComputeTid, s.start * k, (s.end - s.start) * k,
-          schedules::to_string(op.kind), op.stage, op.microbatch, program.place(op.stage).chunk,
-          s.pos));
-    } else if (s.kind == sim::SpanKind::blocked) {
+          schedules::to_string(op.kind), head.stage, head.microbatch,
+          program.place(head.stage).chunk, s.pos));
+    } else if (s.kind == record::SpanKind::blocked) {
       std::string args = fmt::format(R"("position":{})", s.pos);
       if (op.kind != schedules::OpKind::WAIT)
         args += fmt::format(R"(,"stage":{},"microbatch":{},"peer":{})", op.stage, op.microbatch,
-                            program.peer_of(op));
+                            sem.peer_of(op));
       w.event(fmt::format(
           R"("ph":"X","name":"{}","cat":"comm","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{{}}})",
           text, s.rank, kCommTid, s.start * k, (s.end - s.start) * k, args));
     } else {
       w.event(fmt::format(
           R"("ph":"i","s":"t","name":"post {}","cat":"comm","pid":{},"tid":{},"ts":{:.6f},"args":{{"position":{},"peer":{}}})",
-          text, s.rank, kCommTid, s.start * k, s.pos, program.peer_of(op)));
+          text, s.rank, kCommTid, s.start * k, s.pos, sem.peer_of(op)));
     }
   }
 

@@ -20,7 +20,10 @@ void register_gpipe(Registry& registry) {
   registry.add({"gpipe",
                 {"GPipe"},
                 "all forwards, then all backwards (fill-drain)",
-                {ranks_param("pipeline ranks P (one stage each)"), microbatches_param("M >= 1")},
+                {ranks_param("pipeline ranks P (one stage each)"), microbatches_param("M >= 1"),
+                 ParamSpec("chunks", "one chunk per rank (interleaved-1f1b has more)")
+                     .with_default(1)
+                     .range(1, 1)},
                 build,
                 {{{"ranks", 1}, {"microbatches", 1}},
                  {{"ranks", 2}, {"microbatches", 3}},

@@ -64,6 +64,23 @@ class Semantics {
   }
 
   // --- data flow of a plain compute op (F, B, I, W); composite ops: apply to each part ---------
+  // The tensor it reads from its neighbouring stage, on this rank or another: F the previous
+  // stage's activation, B and I the next stage's gradient; none at the route's ends (W: none).
+  std::optional<TensorId> input_tensor(const Op& op) const {
+    if (op.kind == OpKind::F) {
+      const int prev = prev_stage(op.stage, op.microbatch);
+      if (prev >= 0) return TensorId{false, prev, op.microbatch};
+    } else if (is_backward_input(op.kind)) {
+      const int next = next_stage(op.stage, op.microbatch);
+      if (next >= 0) return TensorId{true, next, op.microbatch};
+    }
+    return std::nullopt;
+  }
+  // The forward output a backward releases (whether it was sent or not): F(s, m)'s activation.
+  std::optional<TensorId> released_output(const Op& op) const {
+    if (!is_backward_input(op.kind) || last_stage(op.stage, op.microbatch)) return std::nullopt;
+    return TensorId{false, op.stage, op.microbatch};
+  }
   // The tensor it reads from another rank, with the receive that must bring it: F reads the
   // activation of the previous stage, B and I the gradient of the next one (none at the route's
   // ends, or when that stage lives on the same rank).

@@ -1,25 +1,20 @@
 #pragma once
-// One config end to end: build the program, validate it, simulate it if it can run.
-#include <optional>
-#include <vector>
-
-#include "ppsim/schedules/diagnostic.hpp"
-#include "ppsim/sim/config.hpp"
-#include "ppsim/sim/simulator.hpp"
+// One prepared config end to end: validate the program, simulate it if it can run, and return
+// the run record that writers draw.
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/record/observer.hpp"
+#include "ppsim/record/run_record.hpp"
 
 namespace ppsim::sim {
 
-struct Analysis {
-  Config config;
-  BuiltRun run;
-  std::vector<schedules::Diagnostic> errors;  // validation + simulation, without repeats
-  std::optional<SimResult> result;            // absent when validation found fatal problems
-
-  // No errors and no deadlock: the schedule is right.
-  bool ok() const { return errors.empty() && result && !result->deadlock; }
+struct AnalyzeOptions {
+  bool trace = false;                   // record the timeline into RunRecord::trace
+  record::Observer* observer = nullptr;  // another sink of the run's events
 };
 
-// Throws ConfigError for bad input (exit 2 material); schedule problems land in the Analysis.
-Analysis analyze(const Config& config, Observer* observer = nullptr);
+record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions& options = {});
+// Prepare, then analyze. Throws config::ConfigError for bad input (exit 2 material); schedule
+// problems land in the record.
+record::RunRecord analyze(const config::Config& config, const AnalyzeOptions& options = {});
 
 }  // namespace ppsim::sim

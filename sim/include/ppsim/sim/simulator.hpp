@@ -1,13 +1,22 @@
 #pragma once
 // The discrete-event engine: replays a lowered Program under a cost, network and memory model.
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
+#include "ppsim/config/model.hpp"
+#include "ppsim/record/deadlock.hpp"
+#include "ppsim/record/metrics.hpp"
+#include "ppsim/record/observer.hpp"
+#include "ppsim/schedules/diagnostic.hpp"
 #include "ppsim/schedules/program.hpp"
-#include "ppsim/sim/observer.hpp"
-#include "ppsim/sim/options.hpp"
-#include "ppsim/sim/result.hpp"
 
 namespace ppsim::sim {
+
+using SimOptions = config::Model;
+using config::CostModel;
+using config::Matching;
+using config::StageCost;
 
 // Raised when the program or options cannot be simulated at all (run validate() first).
 class SimulationError : public std::runtime_error {
@@ -15,9 +24,17 @@ class SimulationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The engine's own findings next to the metrics: the deadlock, if the run could not finish, and
+// the hazards only a run can show (message-order mismatches under fifo matching). Hazards visible
+// in program order are validation's (schedules::validate), reported there and only there.
+struct SimResult : record::RunMetrics {
+  std::optional<record::Deadlock> deadlock;
+  std::vector<schedules::Diagnostic> errors;
+};
+
 // `program` must have no fatal diagnostics from schedules::validate. The observer, if any, sees
-// every op and transfer; without one nothing per-op is kept.
+// every op and transfer (record/observer.hpp); without one nothing per-op is kept.
 SimResult simulate(const schedules::Program& program, const SimOptions& options,
-                   Observer* observer = nullptr);
+                   record::Observer* observer = nullptr);
 
 }  // namespace ppsim::sim

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "ppsim/schedules/program.hpp"
-#include "ppsim/sim/trace.hpp"
+#include "ppsim/record/trace.hpp"
 
 namespace ppsim::viz {
 
@@ -14,7 +14,7 @@ struct ChromeTraceOptions {
   std::string title;
 };
 
-void write_chrome_trace(std::ostream& out, const sim::Trace& trace,
+void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options);
 
 }  // namespace ppsim::viz

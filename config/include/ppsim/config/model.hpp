@@ -1,11 +1,27 @@
 #pragma once
-// Network and memory model of a simulation run.
+// The model a config describes: how long each op takes, how the network moves tensors, how much
+// memory they hold. The simulator replays a Program under it; the executor emulates it.
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
-#include "ppsim/sim/costs.hpp"
+namespace ppsim::config {
 
-namespace ppsim::sim {
+// Durations of compute ops of one virtual stage, in the config's time unit.
+struct StageCost {
+  double forward = 1.0;
+  double backward_input = 1.0;   // I
+  double backward_weight = 1.0;  // W
+  double backward = 2.0;         // a full B; equals I + W when the split is known
+  bool split = true;             // false: only `backward` was given, I/W cannot run
+};
+
+struct CostModel {
+  std::vector<StageCost> stages;  // one per virtual stage
+  static CostModel uniform(int stages, StageCost cost) {
+    return {std::vector<StageCost>(static_cast<std::size_t>(stages), cost)};
+  }
+};
 
 enum class Matching {
   tag,   // a receive meets the send of the same tensor (MPI/Gloo tags)
@@ -28,10 +44,10 @@ struct MemoryOptions {
   bool deallocate_outputs = false;      // free a forward output once its send completes
 };
 
-struct SimOptions {
+struct Model {
   CostModel costs;
   NetworkOptions network;
   MemoryOptions memory;
 };
 
-}  // namespace ppsim::sim
+}  // namespace ppsim::config

@@ -1,20 +1,18 @@
-#include "ppsim/sim/report_json.hpp"
+#include "ppsim/viz/json_report.hpp"
 
-#include "ppsim/schedules/lowering.hpp"
-
-namespace ppsim::sim {
+namespace ppsim::viz {
 
 using nlohmann::json;
 
 namespace {
-json blocked(const BlockedOp& b) {
+json blocked(const record::BlockedOp& b) {
   json j = {{"rank", b.rank}, {"position", b.position}, {"op", b.op}, {"peer", b.peer}};
   if (!b.waiting_for.empty()) j["waiting_for"] = b.waiting_for;
   return j;
 }
 }  // namespace
 
-json to_json(const Deadlock& d) {
+json to_json(const record::Deadlock& d) {
   json cycles = json::array();
   for (const auto& c : d.cycles) {
     json one = json::array();
@@ -40,42 +38,37 @@ json to_json(const schedules::Diagnostic& d) {
   return j;
 }
 
-json to_json(const Analysis& a) {
-  const auto& c = a.config;
-  const auto& p = a.run.program;
+json to_json(const record::RunRecord& a) {
+  const auto& info = a.info;
+  const auto& p = *a.program;
   json j;
-  j["name"] = c.name;
-  j["schedule"] = c.kind;
+  j["name"] = info.name;
+  j["schedule"] = info.schedule;
   j["ranks"] = p.ranks();
   j["stages"] = p.stages();
   j["chunks"] = p.chunks();
   j["microbatches"] = p.microbatches();
-  j["comm_style"] =
-      c.kind == "custom" ? "custom" : std::string(schedules::to_string(c.lowering.style));
-  j["matching"] = std::string(to_string(c.network.matching));
-  j["time_unit"] = c.time_unit;
+  j["comm_style"] = info.comm_style;
+  j["matching"] = info.matching;
+  j["time_unit"] = info.time_unit;
   j["ops"] = p.total_ops();
   json errors = json::array();
-  for (const auto& d : a.errors) errors.push_back(to_json(d));
+  for (const auto& d : a.diagnostics) errors.push_back(to_json(d));
   j["errors"] = errors;
   j["ok"] = a.ok();
-  if (!a.result) {
+  if (!a.metrics) {
     j["simulated"] = false;
     j["deadlock"] = nullptr;
     return j;
   }
-  const SimResult& r = *a.result;
+  const record::RunMetrics& r = *a.metrics;
   j["simulated"] = true;
   j["makespan"] = r.makespan;
   j["bubble_fraction"] = r.bubble_fraction;
   j["bubble_vs_ideal"] = r.bubble_vs_ideal;
   j["comm_bytes"] = r.comm_bytes;
-  std::int64_t peak_mem = 0;
-  int peak_inflight = 0;
   json per = json::array();
   for (const auto& m : r.per_rank) {
-    peak_mem = std::max(peak_mem, m.peak_memory_bytes);
-    peak_inflight = std::max(peak_inflight, m.peak_inflight);
     per.push_back({{"rank", m.rank},
                    {"start", m.start},
                    {"end", m.end},
@@ -88,11 +81,23 @@ json to_json(const Analysis& a) {
                    {"recv_bytes", m.recv_bytes},
                    {"ops_done", m.ops_done}});
   }
-  j["peak_memory_bytes"] = peak_mem;
-  j["peak_inflight"] = peak_inflight;
-  j["deadlock"] = r.deadlock ? to_json(*r.deadlock) : json(nullptr);
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["peak_inflight"] = r.peak_inflight;
+  j["deadlock"] = a.deadlock ? to_json(*a.deadlock) : json(nullptr);
   j["per_rank"] = per;
   return j;
 }
 
-}  // namespace ppsim::sim
+json check_json(const record::RunRecord& a, const std::string& config_path) {
+  json j = {{"config", config_path},
+            {"name", a.info.name},
+            {"ok", a.ok()},
+            {"verdict", a.verdict().text()}};
+  json errors = json::array();
+  for (const auto& d : a.diagnostics) errors.push_back(to_json(d));
+  j["errors"] = errors;
+  j["deadlock"] = a.deadlock ? to_json(*a.deadlock) : json(nullptr);
+  return j;
+}
+
+}  // namespace ppsim::viz

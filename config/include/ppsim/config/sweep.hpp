@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "ppsim/sim/config.hpp"
+#include "ppsim/config/config.hpp"
 
-namespace ppsim::sim {
+namespace ppsim::config {
 
 struct SweepAxes {
   std::vector<std::string> kinds;  // empty: the config's own
@@ -17,7 +17,8 @@ bool sweep_requested(const SweepAxes& axes);
 
 // One config per combination. The model stays fixed: splitting each rank into V chunks instead of
 // the config's V0 scales per-stage costs, activation and static bytes by V0 / V (boundary_bytes,
-// the size of one activation crossing ranks, stays). Schedules without chunks run with V = 1.
+// the size of one activation crossing ranks, stays). Schedules whose `chunks` parameter allows only
+// 1 run with V = 1.
 std::vector<Config> sweep(const Config& base, const SweepAxes& axes);
 
-}  // namespace ppsim::sim
+}  // namespace ppsim::config

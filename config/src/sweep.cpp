@@ -1,30 +1,40 @@
-#include "ppsim/sim/sweep.hpp"
+#include "ppsim/config/sweep.hpp"
+
+#include "ppsim/schedules/generator.hpp"
 
 #include <fmt/format.h>
 
-namespace ppsim::sim {
+namespace ppsim::config {
 
 bool sweep_requested(const SweepAxes& a) {
   return !a.kinds.empty() || !a.microbatches.empty() || !a.chunks.empty();
 }
 
 namespace {
+// Whether the generator's declared `chunks` parameter allows more than one chunk per rank.
 bool takes_chunks(const std::string& kind) {
   const auto* g = schedules::Registry::instance().find(kind);
-  if (!g) return false;
-  for (const auto& p : g->params)
-    if (p.name == "chunks") return true;
-  return false;
+  const auto* chunks = g ? schedules::find_param(g->params, "chunks") : nullptr;
+  return chunks && chunks->max > 1;
 }
 }  // namespace
 
 std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
-  if (base.kind == "custom")
-    throw ConfigError(base.source, "schedule.kind", "a custom schedule cannot be swept");
-  const int v0 = base.params.chunks;
+  if (!base.program->sweepable())
+    throw ConfigError(base.source, "schedule.kind",
+                      fmt::format("a {} schedule cannot be swept", base.kind));
+  const auto& sched = base.raw.at("schedule");
+  const int v0 = sched.contains("chunks") ? sched["chunks"].get<int>()
+                 : takes_chunks(base.kind)
+                     ? static_cast<int>(schedules::find_param(
+                                            schedules::Registry::instance().find(base.kind)->params,
+                                            "chunks")
+                                            ->default_value)
+                     : 1;
   const auto kinds = axes.kinds.empty() ? std::vector<std::string>{base.kind} : axes.kinds;
-  const auto ms =
-      axes.microbatches.empty() ? std::vector<int>{base.params.microbatches} : axes.microbatches;
+  const auto ms = axes.microbatches.empty()
+                      ? std::vector<int>{sched.at("microbatches").get<int>()}
+                      : axes.microbatches;
   std::vector<Config> out;
   for (const auto& kind : kinds) {
     const bool chunked = takes_chunks(kind);
@@ -36,8 +46,18 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
         nlohmann::json j = base.raw;
         j["schedule"]["kind"] = kind;
         j["schedule"]["microbatches"] = m;
-        j["schedule"]["chunks"] = v;
-        if (!chunked) j["schedule"].erase("microbatch_group_size");
+        if (chunked)
+          j["schedule"]["chunks"] = v;
+        else
+          j["schedule"].erase("chunks");
+        // Keep only the parameters the swept schedule takes.
+        if (const auto* g = schedules::Registry::instance().find(kind)) {
+          std::vector<std::string> drop;
+          for (const auto& item : j["schedule"].items())
+            if (item.key() != "kind" && !schedules::find_param(g->params, item.key()))
+              drop.push_back(item.key());
+          for (const auto& key : drop) j["schedule"].erase(key);
+        }
         if (v != v0) {
           if (j.contains("costs") && j["costs"].contains("per_stage"))
             throw ConfigError(base.source, "costs.per_stage",
@@ -78,4 +98,4 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
   return out;
 }
 
-}  // namespace ppsim::sim
+}  // namespace ppsim::config

@@ -1,0 +1,21 @@
+#pragma once
+// A config made ready to run: its Program (generated and lowered, or parsed) and its model with
+// every stage's costs resolved. The simulator, the executor and the CLI all start here.
+#include <memory>
+
+#include "ppsim/config/config.hpp"
+#include "ppsim/config/model.hpp"
+#include "ppsim/schedules/program.hpp"
+
+namespace ppsim::config {
+
+struct Prepared {
+  Config config;
+  std::shared_ptr<const schedules::Program> program;
+  Model model;
+};
+
+// Throws ConfigError naming the key for parameters the generator or lowering cannot honour.
+Prepared prepare(const Config& config);
+
+}  // namespace ppsim::config

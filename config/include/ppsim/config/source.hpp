@@ -1,0 +1,49 @@
+#pragma once
+// Where a config's Program comes from, chosen by `schedule.kind`: a generator (then lowered with
+// comm.style), hand-written op lists (`custom`), later other formats. Each source is one file under
+// config/src/sources that registers itself.
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ppsim/config/reader.hpp"
+#include "ppsim/schedules/lowering.hpp"
+#include "ppsim/schedules/program.hpp"
+
+namespace ppsim::config {
+
+// What a source read from the `schedule` section.
+class ProgramSpec {
+ public:
+  virtual ~ProgramSpec() = default;
+  // The program, lowered when the source needs it. Throws ConfigError naming the key.
+  virtual schedules::Program build(const schedules::LoweringOptions& lowering,
+                                   const std::string& source) const = 0;
+  // The comm style shown in reports: the lowering style, or "custom" for written-out comm.
+  virtual std::string comm_style(const schedules::LoweringOptions& lowering) const = 0;
+  // Whether `compare --schedules/--microbatches/--chunks` may rewrite this schedule section.
+  virtual bool sweepable() const = 0;
+};
+
+struct ProgramSource {
+  std::string name;
+  std::string summary;
+  std::function<bool(std::string_view kind)> handles;
+  // Reads the schedule section (its kind already read); must read every key it accepts.
+  std::function<std::shared_ptr<const ProgramSpec>(Reader& schedule, const std::string& kind)> read;
+};
+
+class SourceRegistry {
+ public:
+  static SourceRegistry& instance();
+  void add(ProgramSource source) { sources_.push_back(std::move(source)); }
+  const ProgramSource* for_kind(std::string_view kind) const;
+  const std::vector<ProgramSource>& all() const { return sources_; }
+
+ private:
+  std::vector<ProgramSource> sources_;
+};
+
+}  // namespace ppsim::config

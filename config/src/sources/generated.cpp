@@ -1,0 +1,86 @@
+// Any registered generator, by name or alias: its declared parameters are read from the schedule
+// section, then the program is lowered with comm.style.
+#include <fmt/format.h>
+
+#include "ppsim/config/config.hpp"
+#include "ppsim/schedules/error.hpp"
+#include "ppsim/schedules/generator.hpp"
+
+namespace ppsim::config::sources {
+
+namespace {
+
+class GeneratedSpec : public ProgramSpec {
+ public:
+  GeneratedSpec(std::string kind, schedules::ScheduleParams params)
+      : kind_(std::move(kind)), params_(std::move(params)) {}
+  schedules::Program build(const schedules::LoweringOptions& lowering,
+                           const std::string& source) const override {
+    schedules::Program compute;
+    try {
+      compute = schedules::generate(kind_, params_);
+    } catch (const schedules::ParameterError& e) {
+      throw ConfigError(source, "schedule." + e.key(), e.what());
+    }
+    try {
+      return schedules::lower(compute, lowering);
+    } catch (const schedules::ParameterError& e) {
+      throw ConfigError(source, "comm." + e.key(), e.what());
+    }
+  }
+  std::string comm_style(const schedules::LoweringOptions& lowering) const override {
+    return lowering.style;
+  }
+  bool sweepable() const override { return true; }
+
+ private:
+  std::string kind_;
+  schedules::ScheduleParams params_;
+};
+
+std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string& kind) {
+  const schedules::Generator* g = schedules::Registry::instance().find(kind);
+  schedules::ScheduleParams params;
+  for (const auto& spec : g->params) {
+    const nlohmann::json* v = s.get(spec.name);
+    if (!v) {
+      if (spec.required)
+        s.fail(spec.name, fmt::format("is required: expected an integer >= {} ({})", spec.min,
+                                      spec.description));
+      continue;
+    }
+    if (!spec.keyword.empty() && v->is_string() && v->get<std::string>() == spec.keyword) {
+      params.set(spec.name, spec.keyword_value);
+      continue;
+    }
+    if (!v->is_number_integer() || v->get<long long>() < spec.min ||
+        v->get<long long>() > spec.max)
+      s.fail(spec.name, spec.min == spec.max
+                            ? fmt::format("{} takes only {}, got {}", g->name, spec.min,
+                                          Reader::describe(*v))
+                            : fmt::format("expected an integer >= {}, got {}", spec.min,
+                                          Reader::describe(*v)));
+    params.set(spec.name, v->get<long long>());
+  }
+  s.reject_unknown([&](const std::string& key) -> std::string {
+    std::vector<std::string> users;
+    for (const auto& other : schedules::Registry::instance().all())
+      if (schedules::find_param(other.params, key)) users.push_back(other.name);
+    if (users.empty()) return "";
+    return fmt::format("{} does not take it; it is a parameter of {}", g->name,
+                       fmt::join(users, ", "));
+  });
+  return std::make_shared<GeneratedSpec>(g->name, std::move(params));
+}
+
+}  // namespace
+
+void register_generated(SourceRegistry& registry) {
+  registry.add({"generated", "a registered schedule generator (ppsim list), lowered by comm.style",
+                [](std::string_view kind) {
+                  return schedules::Registry::instance().find(kind) != nullptr;
+                },
+                read});
+}
+
+}  // namespace ppsim::config::sources

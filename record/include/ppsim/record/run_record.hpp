@@ -1,0 +1,48 @@
+#pragma once
+// Everything known about one run of one config: what ran, what was wrong with it, its metrics,
+// why it hung, and (when recorded) its timeline. Simulator and executor produce it; writers
+// (viz/) draw it without knowing which produced it.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ppsim/record/deadlock.hpp"
+#include "ppsim/record/metrics.hpp"
+#include "ppsim/record/trace.hpp"
+#include "ppsim/schedules/diagnostic.hpp"
+#include "ppsim/schedules/program.hpp"
+
+namespace ppsim::record {
+
+struct RunInfo {
+  std::string name;        // the config's name
+  std::string source;      // the config file (or sweep point) it came from
+  std::string schedule;    // generator name, or "custom"
+  std::string comm_style;  // lowering style, or "custom" for hand-written communication
+  std::string matching;    // "tag" or "fifo"
+  std::string time_unit = "ms";
+  std::string origin = "simulated";  // or "measured"
+};
+
+enum class VerdictKind { ok, errors, deadlock, hang, invalid };
+
+struct Verdict {
+  VerdictKind kind = VerdictKind::ok;
+  std::size_t count = 0;  // errors, cycles, unmatched ops or invalid diagnostics
+  std::string text() const;  // "ok", "DEADLOCK (1 cycle)", "HANG (2 unmatched)", ...
+};
+
+struct RunRecord {
+  RunInfo info;
+  std::shared_ptr<const schedules::Program> program;
+  std::vector<schedules::Diagnostic> diagnostics;  // static ones first, then those of the run
+  std::optional<RunMetrics> metrics;  // absent when fatal diagnostics kept it from running
+  std::optional<Deadlock> deadlock;
+  std::optional<Trace> trace;  // when the run was recorded
+
+  Verdict verdict() const;
+  bool ok() const { return verdict().kind == VerdictKind::ok; }
+};
+
+}  // namespace ppsim::record

@@ -1,0 +1,17 @@
+#pragma once
+// JSON writers of a run record: the `ppsim run --json` object (keys documented in
+// docs/METRICS.md) and the `ppsim check --json` entry.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ppsim/record/run_record.hpp"
+
+namespace ppsim::viz {
+
+nlohmann::json to_json(const record::RunRecord& run);
+nlohmann::json to_json(const record::Deadlock& deadlock);
+nlohmann::json to_json(const schedules::Diagnostic& diagnostic);
+// One element of `ppsim check --json`: {config, name, ok, verdict, errors, deadlock}.
+nlohmann::json check_json(const record::RunRecord& run, const std::string& config_path);
+
+}  // namespace ppsim::viz
