@@ -39,11 +39,11 @@
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/sim/simulator.hpp"
-#include "ppsim/sim/trace.hpp"
+#include "ppsim/record/observer.hpp"
+#include "ppsim/record/trace.hpp"
 
 namespace {
 
-using ppsim::schedules::CommStyle;
 using ppsim::schedules::LoweringOptions;
 using ppsim::schedules::Program;
 using ppsim::schedules::ScheduleParams;
@@ -94,7 +94,7 @@ std::optional<Case> find_case(std::string_view name) {
 // ---- the model every case uses ------------------------------------------------------------------
 
 LoweringOptions lowering_options() {
-  return LoweringOptions{CommStyle::async, 1};
+  return LoweringOptions{"async", {{"prefetch", 1}}};
 }
 
 ppsim::sim::SimOptions sim_options(int stages) {
@@ -166,7 +166,11 @@ nlohmann::json run_case(const Case& c, int reps) {
   Program program;
   {
     const Program compute =
-        ppsim::schedules::generate(c.kind, ScheduleParams{c.ranks, c.microbatches, c.chunks, 0});
+        ppsim::schedules::generate(c.kind, c.chunks > 1 ? ScheduleParams{{"ranks", c.ranks},
+                                                                   {"microbatches", c.microbatches},
+                                                                   {"chunks", c.chunks}}
+                                                  : ScheduleParams{{"ranks", c.ranks},
+                                                                   {"microbatches", c.microbatches}});
     program = ppsim::schedules::lower(compute, lowering_options());
   }
   trim_heap();
@@ -182,8 +186,8 @@ nlohmann::json run_case(const Case& c, int reps) {
   std::uint64_t trace_records = 0;
   double makespan = 0;
   for (int rep = 0; rep < reps; ++rep) {
-    ppsim::sim::Trace trace;
-    ppsim::sim::TraceRecorder recorder(trace);
+    ppsim::record::Trace trace;
+    ppsim::record::TraceRecorder recorder(trace);
     const double cpu_start = thread_cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     const ppsim::sim::SimResult result =

@@ -7,10 +7,11 @@
 #include <sstream>
 #include <string>
 
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/record/observer.hpp"
+#include "ppsim/record/run_record.hpp"
 #include "ppsim/schedules/op.hpp"
 #include "ppsim/sim/analysis.hpp"
-#include "ppsim/sim/config.hpp"
-#include "ppsim/sim/trace.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
 
 namespace {
@@ -23,8 +24,8 @@ constexpr std::int64_t kStatic = 1 << 30;
 constexpr std::int64_t kBoundary = 4096;
 
 // P ranks, M microbatches; stage 1 has a slower forward so durations are not all alike.
-sim::Config make_config(const std::string& kind, int P, int M, int V,
-                        const std::string& time_unit) {
+config::Config make_config(const std::string& kind, int P, int M, int V,
+                           const std::string& time_unit) {
   json j = {{"name", "trace \"test\" \\ run"},
             {"time_unit", time_unit},
             {"schedule", {{"kind", kind}, {"ranks", P}, {"microbatches", M}, {"chunks", V}}},
@@ -35,23 +36,25 @@ sim::Config make_config(const std::string& kind, int P, int M, int V,
               {"per_stage", {{"1", {{"forward", 1.5}}}}}}},
             {"comm", {{"style", "async"}, {"latency", 0.05}, {"boundary_bytes", kBoundary}}},
             {"memory", {{"activation_bytes", kActivation}, {"static_bytes", kStatic}}}};
-  return sim::parse_config(j, "trace-test.json");
+  return config::parse_config(j, "trace-test.json");
 }
 
 struct TracedRun {
-  sim::Analysis analysis;
-  sim::Trace trace;
+  config::Prepared prepared;  // the program and the model (resolved costs) it ran
+  record::RunRecord analysis;
+  record::Trace trace;
   json doc;
 };
 
-TracedRun traced(const sim::Config& config) {
-  TracedRun t{sim::Analysis{}, sim::Trace{}, json{}};
+TracedRun traced(const config::Config& config) {
+  TracedRun t{config::prepare(config), record::RunRecord{}, record::Trace{}, json{}};
   t.trace.time_unit = config.time_unit;
-  sim::TraceRecorder recorder(t.trace);
-  t.analysis = sim::analyze(config, &recorder);
+  record::TraceRecorder recorder(t.trace);
+  t.analysis = sim::analyze(t.prepared, {.trace = false, .observer = &recorder});
   std::ostringstream out;
-  viz::write_chrome_trace(out, t.trace, t.analysis.run.program,
-                          {sim::microseconds_per_unit(config.time_unit), config.name});
+  REQUIRE(t.analysis.program);
+  viz::write_chrome_trace(out, t.trace, *t.analysis.program,
+                          {config::microseconds_per_unit(config.time_unit), config.name});
   t.doc = json::parse(out.str());  // throws (fails the test) if the writer emits invalid JSON
   return t;
 }
@@ -70,7 +73,7 @@ std::size_t compute_ops(const schedules::Program& program) {
   return n;
 }
 
-double op_cost(const sim::StageCost& c, schedules::OpKind kind) {
+double op_cost(const config::StageCost& c, schedules::OpKind kind) {
   switch (kind) {
     case schedules::OpKind::F:
       return c.forward;
@@ -85,19 +88,20 @@ double op_cost(const sim::StageCost& c, schedules::OpKind kind) {
 
 // The checks shared by every schedule: metadata, compute slices, transfers and flows, counters.
 void check_trace(const TracedRun& t, std::size_t expected_transfers, int chunks_per_rank) {
-  const auto& program = t.analysis.run.program;
-  const auto& costs = t.analysis.run.options.costs;
+  REQUIRE(t.analysis.program);
+  const schedules::Program& program = *t.analysis.program;
+  const auto& costs = t.prepared.model.costs;
   const int P = program.ranks();
   REQUIRE(t.analysis.ok());
-  REQUIRE(t.analysis.result);
-  const sim::SimResult& result = *t.analysis.result;
-  const double us = sim::microseconds_per_unit(t.analysis.config.time_unit);
+  REQUIRE(t.analysis.metrics);
+  const record::RunMetrics& result = *t.analysis.metrics;
+  const double us = config::microseconds_per_unit(t.analysis.info.time_unit);
 
   REQUIRE(t.doc.is_object());
   REQUIRE(t.doc.contains("traceEvents"));
   REQUIRE(t.doc["traceEvents"].is_array());
   CHECK(t.doc["otherData"]["ranks"] == P);
-  CHECK(t.doc["otherData"]["title"] == t.analysis.config.name);
+  CHECK(t.doc["otherData"]["title"] == t.analysis.info.name);
 
   // One process_name per rank, "rank r".
   std::map<int, std::string> process_names;
@@ -209,13 +213,16 @@ void check_trace(const TracedRun& t, std::size_t expected_transfers, int chunks_
   }
 }
 
-void check_same_metrics(const sim::SimResult& a, const sim::SimResult& b) {
+void check_same_metrics(const record::RunRecord& ra, const record::RunRecord& rb) {
+  REQUIRE(ra.metrics);
+  REQUIRE(rb.metrics);
+  const record::RunMetrics &a = *ra.metrics, &b = *rb.metrics;
   CHECK(a.makespan == b.makespan);
   CHECK(a.bubble_fraction == b.bubble_fraction);
   CHECK(a.bubble_vs_ideal == b.bubble_vs_ideal);
   CHECK(a.comm_bytes == b.comm_bytes);
   CHECK(a.ops_executed == b.ops_executed);
-  CHECK(a.deadlock.has_value() == b.deadlock.has_value());
+  CHECK(ra.deadlock.has_value() == rb.deadlock.has_value());
   REQUIRE(a.per_rank.size() == b.per_rank.size());
   for (std::size_t r = 0; r < a.per_rank.size(); ++r) {
     INFO("rank " << r);
@@ -245,8 +252,8 @@ TEST_CASE("1F1B trace: 2(P-1)M transfers, compute slices = compute ops, peaks = 
   check_trace(t, 2 * (P - 1) * M, 1);
   // 1F1B: peak in-flight on rank r = min(P - r, M); comm volume 2(P-1)M boundary bytes.
   for (int r = 0; r < P; ++r)
-    CHECK(t.analysis.result->per_rank[r].peak_inflight == std::min(P - r, M));
-  CHECK(t.analysis.result->comm_bytes == 2 * (P - 1) * M * kBoundary);
+    CHECK(t.analysis.metrics->per_rank[r].peak_inflight == std::min(P - r, M));
+  CHECK(t.analysis.metrics->comm_bytes == 2 * (P - 1) * M * kBoundary);
   CHECK(t.doc["otherData"]["time_unit"] == unit);
 }
 
@@ -265,40 +272,41 @@ TEST_CASE("GPipe trace: peak in-flight M on every rank", "[trace]") {
   const int P = 3, M = 5;
   const TracedRun t = traced(make_config("gpipe", P, M, 1, "ms"));
   check_trace(t, 2 * (P - 1) * M, 1);
-  for (const auto& m : t.analysis.result->per_rank) CHECK(m.peak_inflight == M);
+  for (const auto& m : t.analysis.metrics->per_rank) CHECK(m.peak_inflight == M);
 }
 
 TEST_CASE("a metrics-only run gives the same numbers as a traced run", "[trace]") {
   const auto [kind, V] =
       GENERATE(table<std::string, int>({{"1f1b", 1}, {"gpipe", 1}, {"interleaved-1f1b", 2}}));
   INFO(kind);
-  const sim::Config config = make_config(kind, 4, 8, V, "ms");
-  const sim::Analysis plain = sim::analyze(config);
+  const config::Config config = make_config(kind, 4, 8, V, "ms");
+  const record::RunRecord plain = sim::analyze(config);
   const TracedRun t = traced(config);
-  REQUIRE(plain.result);
-  REQUIRE(t.analysis.result);
+  REQUIRE(plain.metrics);
+  REQUIRE(t.analysis.metrics);
   CHECK(plain.ok());
-  check_same_metrics(*plain.result, *t.analysis.result);
+  check_same_metrics(plain, t.analysis);
   CHECK_FALSE(t.trace.spans.empty());
 }
 
 TEST_CASE("the trace stays valid JSON for a deadlocked run", "[trace]") {
   // All-blocking 1F1B deadlocks (every rank sends before it receives in the steady state).
-  sim::Config config =
-      sim::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
-  sim::Trace trace;
-  sim::TraceRecorder recorder(trace);
-  const sim::Analysis a = sim::analyze(config, &recorder);
-  REQUIRE(a.result);
-  CHECK(a.result->deadlock);
+  config::Config config =
+      config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
+  record::Trace trace;
+  record::TraceRecorder recorder(trace);
+  const record::RunRecord a = sim::analyze(config, {.trace = false, .observer = &recorder});
+  REQUIRE(a.metrics);
+  CHECK(a.deadlock);
   std::ostringstream out;
-  viz::write_chrome_trace(out, trace, a.run.program,
-                          {sim::microseconds_per_unit(config.time_unit), config.name});
+  REQUIRE(a.program);
+  viz::write_chrome_trace(out, trace, *a.program,
+                          {config::microseconds_per_unit(config.time_unit), config.name});
   json doc;
   REQUIRE_NOTHROW(doc = json::parse(out.str()));
   CHECK(doc["traceEvents"].is_array());
   // Compute slices only for the ops that ran.
   std::size_t compute = 0;
-  for (const auto& s : trace.spans) compute += s.kind == sim::SpanKind::compute ? 1 : 0;
+  for (const auto& s : trace.spans) compute += s.kind == record::SpanKind::compute ? 1 : 0;
   CHECK(events(doc, "X", "compute").size() == compute);
 }

@@ -4,13 +4,13 @@
 #include "helpers.hpp"
 
 using namespace ppsim;
-using schedules::CommStyle;
+using CommStyle = std::string_view;
 
 namespace {
-constexpr CommStyle kAllStyles[] = {CommStyle::blocking, CommStyle::async_send, CommStyle::batched,
-                                    CommStyle::async};
-constexpr CommStyle kDeadlockFreeStyles[] = {CommStyle::async_send, CommStyle::batched,
-                                             CommStyle::async};
+constexpr CommStyle kAllStyles[] = {"blocking", "async-send", "batched",
+                                    "async"};
+constexpr CommStyle kDeadlockFreeStyles[] = {"async-send", "batched",
+                                             "async"};
 }  // namespace
 
 TEST_CASE("GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every comm style",
@@ -21,7 +21,7 @@ TEST_CASE("GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every
       for (int M = 1; M <= 12; ++M) {
         const auto prog = test::lowered("gpipe", P, M, 1, style);
         const auto r = sim::simulate(prog, test::uniform(P, F, B));
-        INFO("style=" << schedules::to_string(style) << " P=" << P << " M=" << M);
+        INFO("style=" << style << " P=" << P << " M=" << M);
         REQUIRE_FALSE(r.deadlock);
         CHECK(r.makespan == Approx((M + P - 1) * (F + B)));
         CHECK(r.bubble_fraction == Approx(double(P - 1) / (M + P - 1)).margin(1e-12));
@@ -42,7 +42,7 @@ TEST_CASE(
       for (int M = 1; M <= 16; ++M) {
         const auto prog = test::lowered("1f1b", P, M, 1, style);
         const auto r = sim::simulate(prog, test::uniform(P, F, B));
-        INFO("style=" << schedules::to_string(style) << " P=" << P << " M=" << M);
+        INFO("style=" << style << " P=" << P << " M=" << M);
         REQUIRE_FALSE(r.deadlock);
         REQUIRE(r.errors.empty());
         CHECK(r.makespan == Approx((M + P - 1) * (F + B)));
@@ -63,11 +63,11 @@ TEST_CASE(
 TEST_CASE("Interleaved 1F1B bubble_vs_ideal = (P-1)/(V*M) with per-chunk costs",
           "[closed_form][interleaved]") {
   const double f = 1.0, b = 2.0;  // per virtual stage (chunk)
-  for (int prefetch : {1, schedules::LoweringOptions::kPrefetchAll}) {
+  for (int prefetch : {1, -1}) {
     for (int P : {3, 4, 5, 8}) {
       for (int V : {2, 3, 4}) {
         for (int M : {P, 2 * P, 4 * P}) {
-          const auto prog = test::lowered("interleaved-1f1b", P, M, V, CommStyle::async, prefetch);
+          const auto prog = test::lowered("interleaved-1f1b", P, M, V, "async", prefetch);
           const auto r = sim::simulate(prog, test::uniform(P * V, f, b));
           INFO("prefetch=" << prefetch << " P=" << P << " V=" << V << " M=" << M);
           REQUIRE_FALSE(r.deadlock);
@@ -120,7 +120,7 @@ TEST_CASE(
     o.network.bandwidth = 1000;
     o.network.boundary_bytes = 500;  // 0.5 time units on the wire
     const auto r = sim::simulate(test::lowered("1f1b", 2, 1, 1, style), o);
-    INFO(schedules::to_string(style));
+    INFO(style);
     CHECK(r.makespan == Approx(2 * 1.0 + 2 * 2.0 + 2 * (0.25 + 0.5)));
   }
 }
@@ -159,7 +159,7 @@ TEST_CASE(
   auto o = test::uniform(2, 1, 2);
   o.memory.activation_bytes = A;
   o.network.boundary_bytes = b;
-  const auto prog = test::lowered("gpipe", 2, 4, 1, CommStyle::blocking);
+  const auto prog = test::lowered("gpipe", 2, 4, 1, "blocking");
   CHECK(sim::simulate(prog, o).per_rank[0].peak_memory_bytes == 4 * A + 5 * b);
   o.memory.deallocate_outputs = true;
   CHECK(sim::simulate(prog, o).per_rank[0].peak_memory_bytes == 4 * A + 1 * b);
@@ -173,8 +173,8 @@ TEST_CASE("Memory: split backward releases activation - weight_stash at I and th
   auto o = test::uniform(1, 1, 2);
   o.memory.activation_bytes = 100;
   o.memory.weight_stash_bytes = 30;
-  sim::Trace trace;
-  sim::TraceRecorder rec(trace);
+  record::Trace trace;
+  record::TraceRecorder rec(trace);
   const auto r = sim::simulate(prog, o, &rec);
   CHECK(r.per_rank[0].peak_memory_bytes == 200);
   CHECK(r.per_rank[0].peak_inflight == 2);
@@ -199,10 +199,10 @@ TEST_CASE("Transfers on one directed link run one after another", "[comm]") {
   o.network.latency = 0.5;
   o.network.bandwidth = 100;
   o.network.boundary_bytes = 100;  // 1.5 per transfer
-  sim::Trace trace;
-  sim::TraceRecorder rec(trace);
+  record::Trace trace;
+  record::TraceRecorder rec(trace);
   const auto r = sim::simulate(
-      test::lowered("gpipe", 2, 6, 1, CommStyle::async, schedules::LoweringOptions::kPrefetchAll),
+      test::lowered("gpipe", 2, 6, 1, "async", -1),
       o, &rec);
   REQUIRE_FALSE(r.deadlock);
   double last_end = -1;

@@ -1,4 +1,4 @@
-// Config loading (sim/config.hpp): every bad input is a ConfigError that names the source file, the
+// Config loading (config/config.hpp): every bad input is a ConfigError that names the source file, the
 // key (or line:column) and what was expected; defaults and cost resolution as documented.
 #include <unistd.h>
 
@@ -8,9 +8,11 @@
 #include <functional>
 #include <string>
 
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/record/run_record.hpp"
+#include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/op.hpp"
 #include "ppsim/sim/analysis.hpp"
-#include "ppsim/sim/config.hpp"
 
 namespace {
 
@@ -22,13 +24,13 @@ using nlohmann::json;
 const std::string kSource = "cfg.json";
 
 // The ConfigError `f` throws; fails the test when it throws none.
-sim::ConfigError error_of(const std::function<void()>& f) {
+config::ConfigError error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const sim::ConfigError& e) {
+  } catch (const config::ConfigError& e) {
     return e;
   }
-  FAIL("expected a sim::ConfigError, none was thrown");
+  FAIL("expected a config::ConfigError, none was thrown");
   throw std::logic_error("unreachable");
 }
 
@@ -75,11 +77,11 @@ json schedule(const std::string& kind, int P, int M, int V = 1, int group = 0) {
   return j;
 }
 
-sim::Config parse(const json& j) {
-  return sim::parse_config(j, kSource);
+config::Config parse(const json& j) {
+  return config::parse_config(j, kSource);
 }
-sim::BuiltRun build(const json& j) {
-  return sim::build(parse(j));
+config::Prepared build(const json& j) {
+  return config::prepare(parse(j));
 }
 
 }  // namespace
@@ -87,7 +89,7 @@ sim::BuiltRun build(const json& j) {
 // Each check: the error names the source, the key (as "key 'a.b'") and what was expected.
 #define CHECK_CONFIG_ERROR(expr, key_, expected_)                                        \
   do {                                                                                   \
-    const sim::ConfigError e_ = error_of([&] { (void)(expr); });                         \
+    const config::ConfigError e_ = error_of([&] { (void)(expr); });                      \
     INFO("what(): " << e_.what());                                                       \
     CHECK(e_.source() == kSource);                                                       \
     CHECK(e_.key() == std::string(key_));                                                \
@@ -102,41 +104,43 @@ TEST_CASE("malformed JSON is reported as file:line:column", "[config]") {
         "  \"schedule\": {\"kind\": \"1f1b\", \"ranks\": 4, \"microbatches\": 8},\n"
         "  \"costs\": {\"forward\": 1.0,},\n"
         "}\n";
-    const auto e = error_of([&] { sim::parse_json_text(text, "file.json"); });
+    const auto e = error_of([&] { config::parse_json_text(text, "file.json"); });
     CHECK(e.source() == "file.json:3:28");
     CHECK(e.key().empty());
     CHECK_THAT(e.what(), StartsWith("file.json:3:28: malformed JSON: "));
 
     const TempFile file("trailing_comma.json", text);
-    const auto from_file = error_of([&] { sim::load_config(file.path()); });
+    const auto from_file = error_of([&] { config::load_config(file.path()); });
     CHECK_THAT(from_file.what(), StartsWith(file.path() + ":3:28: malformed JSON"));
   }
   SECTION("unterminated string on line 2") {
-    const auto e = error_of([] { sim::parse_json_text("{\n  \"name\": \"abc\n}", "f.json"); });
+    const auto e =
+        error_of([] { config::parse_json_text("{\n  \"name\": \"abc\n}", "f.json"); });
     CHECK_THAT(e.what(), StartsWith("f.json:2:") && Contains("malformed JSON"));
   }
   SECTION("missing value on line 1") {
-    const auto e = error_of([] { sim::parse_json_text(R"({"a": })", "f.json"); });
+    const auto e = error_of([] { config::parse_json_text(R"({"a": })", "f.json"); });
     CHECK_THAT(e.what(), StartsWith("f.json:1:7: malformed JSON"));
   }
   SECTION("empty text is an error at 1:1") {
-    const auto e = error_of([] { sim::parse_json_text("", "empty.json"); });
+    const auto e = error_of([] { config::parse_json_text("", "empty.json"); });
     CHECK_THAT(e.what(), StartsWith("empty.json:1:1: malformed JSON"));
   }
   SECTION("a number too large for a double is malformed JSON with its position, not a crash") {
-    const auto e = error_of([] { sim::parse_json_text("{\n  \"ranks\": 1e999\n}", "big.json"); });
+    const auto e =
+        error_of([] { config::parse_json_text("{\n  \"ranks\": 1e999\n}", "big.json"); });
     CHECK_THAT(e.what(), StartsWith("big.json:2:12: malformed JSON: number overflow") &&
                              Contains("malformed JSON") && Contains("1e999"));
   }
   SECTION("text after the value") {
-    const auto e = error_of([] { sim::parse_json_text("{}\n{}", "two.json"); });
+    const auto e = error_of([] { config::parse_json_text("{}\n{}", "two.json"); });
     CHECK_THAT(e.what(), StartsWith("two.json:2:1: malformed JSON"));
   }
 }
 
 TEST_CASE("a missing file names the path and says it cannot be opened", "[config]") {
   const std::string path = "/nonexistent-ppsim-dir/config.json";
-  const auto e = error_of([&] { sim::load_config(path); });
+  const auto e = error_of([&] { config::load_config(path); });
   CHECK(e.source() == path);
   CHECK_THAT(e.what(), StartsWith(path + ": ") && Contains("cannot open"));
 }
@@ -145,7 +149,7 @@ TEST_CASE("the top level must be an object", "[config]") {
   CHECK_CONFIG_ERROR(parse(json::array({1, 2})), "(top level)", "expected an object, got array");
   CHECK_CONFIG_ERROR(parse(json(3)), "(top level)", "expected an object, got number");
   const TempFile file("array.json", "[1, 2]\n");
-  const auto e = error_of([&] { sim::load_config(file.path()); });
+  const auto e = error_of([&] { config::load_config(file.path()); });
   CHECK_THAT(e.what(), StartsWith(file.path() + ": key '(top level)': expected an object"));
 }
 
@@ -196,8 +200,9 @@ TEST_CASE("values of the wrong type name the key and the expected type", "[confi
                      "expected an integer");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/microbatches", 8.0)), "schedule.microbatches",
                      "expected an integer >= 1, got number");
+  // 1f1b declares chunks with range [1, 1]: the only value it takes is what it expects.
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/chunks", true)), "schedule.chunks",
-                     "expected an integer");
+                     "1f1b takes only 1, got boolean true");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/kind", 1)), "schedule.kind",
                      "expected a string");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule", json::array())), "schedule",
@@ -212,7 +217,7 @@ TEST_CASE("values of the wrong type name the key and the expected type", "[confi
                      "expected a number");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/style", 3)), "comm.style", "expected a string");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/style", "telepathy")), "comm.style",
-                     "expected one of blocking, async-send, batched, async, got \"telepathy\"");
+                     "expected one of async, async-send, batched, blocking, got \"telepathy\"");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/matching", "lifo")), "comm.matching",
                      "expected one of tag, fifo");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/boundary_bytes", 1.5)), "comm.boundary_bytes",
@@ -260,9 +265,11 @@ TEST_CASE("negative costs, latency, bandwidth and sizes are rejected", "[config]
 TEST_CASE("parameters a generator rejects become errors on schedule.* when built", "[config]") {
   // Each parses (the types are right); the generator refuses the combination.
   SECTION("gpipe and 1f1b take one chunk") {
+    // chunks is declared with range [1, 1], so reading the config already refuses it.
     CHECK_CONFIG_ERROR(build(schedule("gpipe", 4, 8, 2)), "schedule.chunks",
-                       "gpipe runs one chunk per rank");
-    CHECK_CONFIG_ERROR(build(schedule("1f1b", 4, 8, 2)), "schedule.chunks", "got chunks=2");
+                       "gpipe takes only 1, got number 2");
+    CHECK_CONFIG_ERROR(build(schedule("1f1b", 4, 8, 2)), "schedule.chunks",
+                       "1f1b takes only 1, got number 2");
   }
   SECTION("interleaved-1f1b needs chunks >= 2") {
     CHECK_CONFIG_ERROR(build(schedule("interleaved-1f1b", 4, 8, 1)), "schedule.chunks",
@@ -355,62 +362,62 @@ TEST_CASE("comm.prefetch is an integer >= 0 or \"all\"", "[config]") {
   for (const json& bad : {json(-1), json(1.5), json("some"), json(true), json::array()}) {
     INFO("prefetch = " << bad.dump());
     CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/prefetch", bad)), "comm.prefetch",
-                       "expected an integer >= 0 or \"all\"");
+                       "expected an integer in [0, 1000000000] or \"all\"");
   }
-  CHECK(parse(with(minimal(), "/comm/prefetch", "all")).lowering.prefetch ==
-        schedules::LoweringOptions::kPrefetchAll);
-  CHECK(parse(with(minimal(), "/comm/prefetch", 0)).lowering.prefetch == 0);
-  CHECK(parse(with(minimal(), "/comm/prefetch", 3)).lowering.prefetch == 3);
+  CHECK(parse(with(minimal(), "/comm/prefetch", "all")).lowering.params.get("prefetch") ==
+        -1);  // "all" is stored as -1
+  CHECK(parse(with(minimal(), "/comm/prefetch", 0)).lowering.params.get("prefetch") == 0);
+  CHECK(parse(with(minimal(), "/comm/prefetch", 3)).lowering.params.get("prefetch") == 3);
   CHECK_NOTHROW(build(with(minimal(), "/comm/prefetch", "all")));
 }
 
 TEST_CASE("overrides (--set KEY=VALUE): the value is parsed as JSON, else taken as a string",
           "[config]") {
   json j = minimal();
-  sim::apply_override(j, "comm.style=blocking");
+  config::apply_override(j, "comm.style=blocking");
   CHECK(j["comm"]["style"] == "blocking");
-  sim::apply_override(j, "schedule.microbatches=16");
+  config::apply_override(j, "schedule.microbatches=16");
   CHECK(j["schedule"]["microbatches"].is_number_integer());
   CHECK(j["schedule"]["microbatches"] == 16);
-  sim::apply_override(j, "memory.deallocate_outputs=true");
+  config::apply_override(j, "memory.deallocate_outputs=true");
   CHECK(j["memory"]["deallocate_outputs"] == true);
-  sim::apply_override(j, "name=\"16\"");
+  config::apply_override(j, "name=\"16\"");
   CHECK(j["name"] == "16");
-  sim::apply_override(j, "costs.per_stage.2.forward=1.5");
+  config::apply_override(j, "costs.per_stage.2.forward=1.5");
   CHECK(j["costs"]["per_stage"]["2"]["forward"] == 1.5);
 
-  const sim::Config c = parse(j);
-  CHECK(c.lowering.style == schedules::CommStyle::blocking);
-  CHECK(c.params.microbatches == 16);
+  const config::Config c = parse(j);
+  CHECK(c.lowering.style == "blocking");
+  CHECK(config::prepare(c).program->microbatches() == 16);
   CHECK(c.memory.deallocate_outputs);
   CHECK(c.name == "16");
   CHECK(c.raw == j);
 
   SECTION("malformed assignments") {
-    const auto no_eq = error_of([&] { sim::apply_override(j, "comm.style"); });
+    const auto no_eq = error_of([&] { config::apply_override(j, "comm.style"); });
     CHECK(no_eq.source() == "--set comm.style");
     CHECK_THAT(no_eq.what(), StartsWith("--set comm.style: ") && Contains("expected KEY=VALUE"));
-    const auto no_key = error_of([&] { sim::apply_override(j, "=blocking"); });
+    const auto no_key = error_of([&] { config::apply_override(j, "=blocking"); });
     CHECK_THAT(no_key.what(), Contains("expected KEY=VALUE"));
-    const auto empty_part = error_of([&] { sim::apply_override(j, "comm..style=async"); });
+    const auto empty_part = error_of([&] { config::apply_override(j, "comm..style=async"); });
     CHECK(empty_part.key() == "comm..style");
     CHECK_THAT(empty_part.what(), Contains("empty key component"));
-    const auto into_number = error_of([&] { sim::apply_override(j, "schedule.ranks.x=1"); });
+    const auto into_number = error_of([&] { config::apply_override(j, "schedule.ranks.x=1"); });
     CHECK(into_number.key() == "schedule.ranks.x");
     CHECK_THAT(into_number.what(),
                StartsWith("--set schedule.ranks.x=1: key 'schedule.ranks.x': "));
   }
   SECTION("a value that overflows a double is kept as text, not a crash") {
-    CHECK_NOTHROW(sim::apply_override(j, "comm.latency=1e999"));
+    CHECK_NOTHROW(config::apply_override(j, "comm.latency=1e999"));
     CHECK_CONFIG_ERROR(parse(j), "comm.latency", "expected a number");
   }
   SECTION("load_config applies overrides before checking; the error names the file and key") {
     const TempFile file("override.json", minimal().dump(2));
-    const sim::Config ok =
-        sim::load_config(file.path(), {"comm.style=batched", "schedule.ranks=2"});
-    CHECK(ok.lowering.style == schedules::CommStyle::batched);
-    CHECK(ok.params.ranks == 2);
-    const auto e = error_of([&] { sim::load_config(file.path(), {"comm.style=telepathy"}); });
+    const config::Config ok =
+        config::load_config(file.path(), {"comm.style=batched", "schedule.ranks=2"});
+    CHECK(ok.lowering.style == "batched");
+    CHECK(config::prepare(ok).program->ranks() == 2);
+    const auto e = error_of([&] { config::load_config(file.path(), {"comm.style=telepathy"}); });
     CHECK_THAT(e.what(), StartsWith(file.path() + ": key 'comm.style': expected one of"));
   }
 }
@@ -421,27 +428,28 @@ TEST_CASE("custom schedules: schedule.ops, one op string per rank", "[config]") 
       "ops": ["0F0,0SEND_F0,0RECV_B0,0B0", "1RECV_F0,1F0,1B0,1SEND_B0"]},
       "costs": {"forward": 1.0, "backward": 2.0}})");
   SECTION("it builds and runs") {
-    const sim::Config c = parse(j);
+    const config::Config c = parse(j);
     CHECK(c.kind == "custom");
-    REQUIRE(c.custom_ops.size() == 2);
-    const sim::BuiltRun run = sim::build(c);
-    CHECK(run.program.ranks() == 2);
-    CHECK(run.program.stages() == 2);
-    CHECK(run.program.microbatches() == 1);
-    CHECK(run.program.ops(1).size() == 4);
-    const sim::Analysis a = sim::analyze(c);
+    REQUIRE(c.raw["schedule"]["ops"].size() == 2);
+    const config::Prepared run = config::prepare(c);
+    CHECK(run.program->ranks() == 2);
+    CHECK(run.program->stages() == 2);
+    CHECK(run.program->microbatches() == 1);
+    CHECK(run.program->ops(1).size() == 4);
+    const record::RunRecord a = sim::analyze(c);
     CHECK(a.ok());
-    REQUIRE(a.result);
-    CHECK(a.result->makespan == Approx(6.0));  // F F B B on the critical path
+    REQUIRE(a.metrics);
+    CHECK(a.metrics->makespan == Approx(6.0));  // F F B B on the critical path
   }
   SECTION("a bad op names schedule.ops[rank] and its column") {
     j["schedule"]["ops"][1] = "1RECV_F0,1X0,1B0,1SEND_B0";
-    CHECK_CONFIG_ERROR(sim::build(parse(j)), "schedule.ops[1]", "column 10: bad op '1X0'");
+    CHECK_CONFIG_ERROR(config::prepare(parse(j)), "schedule.ops[1]", "column 10: bad op '1X0'");
     j["schedule"]["ops"][1] = "1RECV_F0,,1B0";
-    CHECK_CONFIG_ERROR(sim::build(parse(j)), "schedule.ops[1]",
+    CHECK_CONFIG_ERROR(config::prepare(parse(j)), "schedule.ops[1]",
                        "column 10: empty op between commas");
     j["schedule"]["ops"][0] = "0F0,0SEND_Fx";
-    CHECK_CONFIG_ERROR(sim::build(parse(j)), "schedule.ops[0]", "column 5: bad op '0SEND_Fx'");
+    CHECK_CONFIG_ERROR(config::prepare(parse(j)), "schedule.ops[0]",
+                       "column 5: bad op '0SEND_Fx'");
   }
   SECTION("ops missing or of the wrong type") {
     j["schedule"].erase("ops");
@@ -454,18 +462,24 @@ TEST_CASE("custom schedules: schedule.ops, one op string per rank", "[config]") 
 }
 
 TEST_CASE("defaults as documented: async, tag matching, prefetch 1, ms, one chunk", "[config]") {
-  const sim::Config c = sim::parse_config(minimal(), "dir/my-run.json");
+  const config::Config c = config::parse_config(minimal(), "dir/my-run.json");
   CHECK(c.source == "dir/my-run.json");
   CHECK(c.name == "my-run");
   CHECK(c.time_unit == "ms");
   CHECK(c.kind == "1f1b");
-  CHECK(c.params.ranks == 4);
-  CHECK(c.params.microbatches == 8);
-  CHECK(c.params.chunks == 1);
-  CHECK(c.params.microbatch_group_size == 0);
-  CHECK(c.lowering.style == schedules::CommStyle::async);
-  CHECK(c.lowering.prefetch == 1);
-  CHECK(c.network.matching == sim::Matching::tag);
+  // Schedule parameters are the generator's; the built program shows the values in force.
+  const config::Prepared run = config::prepare(c);
+  CHECK(run.program->ranks() == 4);
+  CHECK(run.program->microbatches() == 8);
+  CHECK(run.program->chunks() == 1);
+  // microbatch_group_size is interleaved-1f1b's alone now; its default 0 stands for P.
+  const auto* group = schedules::find_param(
+      schedules::Registry::instance().find("interleaved-1f1b")->params, "microbatch_group_size");
+  REQUIRE(group);
+  CHECK(group->default_value == 0);
+  CHECK(c.lowering.style == "async");
+  CHECK(c.lowering.params.get("prefetch") == 1);
+  CHECK(c.network.matching == config::Matching::tag);
   CHECK(c.network.latency == 0.0);
   CHECK(c.network.bandwidth == 0.0);
   CHECK(c.network.boundary_bytes == 0);
@@ -474,23 +488,22 @@ TEST_CASE("defaults as documented: async, tag matching, prefetch 1, ms, one chun
   CHECK(c.memory.weight_stash_bytes == 0);
   CHECK(c.memory.static_bytes == 0);
   CHECK_FALSE(c.memory.deallocate_outputs);
-  CHECK(c.custom_ops.empty());
+  CHECK_FALSE(c.raw["schedule"].contains("ops"));
   CHECK(c.stage_costs.empty());
-  CHECK(sim::microseconds_per_unit(c.time_unit) == 1000.0);
+  CHECK(config::microseconds_per_unit(c.time_unit) == 1000.0);
 
   // No costs: F = 1, I = W = 1, B = 2 on every stage.
-  const sim::BuiltRun run = sim::build(c);
-  REQUIRE(run.options.costs.stages.size() == 4);
-  for (const auto& s : run.options.costs.stages) {
+  REQUIRE(run.model.costs.stages.size() == 4);
+  for (const auto& s : run.model.costs.stages) {
     CHECK(s.forward == 1.0);
     CHECK(s.backward_input == 1.0);
     CHECK(s.backward_weight == 1.0);
     CHECK(s.backward == 2.0);
     CHECK(s.split);
   }
-  CHECK(sim::microseconds_per_unit("s") == 1e6);
-  CHECK(sim::microseconds_per_unit("us") == 1.0);
-  CHECK(sim::microseconds_per_unit("ns") == 1e-3);
+  CHECK(config::microseconds_per_unit("s") == 1e6);
+  CHECK(config::microseconds_per_unit("us") == 1.0);
+  CHECK(config::microseconds_per_unit("ns") == 1e-3);
 }
 
 TEST_CASE("build resolves per-stage cost overrides over the global costs", "[config]") {
@@ -501,8 +514,8 @@ TEST_CASE("build resolves per-stage cost overrides over the global costs", "[con
                               "3": {"backward": 4.0}}},
       "comm": {"latency": 0.25, "bandwidth": 1e9, "boundary_bytes": 1024, "matching": "fifo"},
       "memory": {"activation_bytes": 4096, "weight_stash_bytes": 1024, "static_bytes": 8}})");
-  const sim::BuiltRun run = build(j);
-  const auto& st = run.options.costs.stages;
+  const config::Prepared run = build(j);
+  const auto& st = run.model.costs.stages;
   REQUIRE(st.size() == 4);
   // Stage 0: global costs, B = I + W.
   CHECK(st[0].forward == 1.0);
@@ -523,19 +536,19 @@ TEST_CASE("build resolves per-stage cost overrides over the global costs", "[con
   CHECK(st[3].backward == 4.0);
   CHECK_FALSE(st[3].split);
 
-  CHECK(run.options.network.latency == 0.25);
-  CHECK(run.options.network.bandwidth == 1e9);
-  CHECK(run.options.network.boundary_bytes == 1024);
-  CHECK(run.options.network.matching == sim::Matching::fifo);
-  CHECK(run.options.memory.activation_bytes == 4096);
-  CHECK(run.options.memory.weight_stash_bytes == 1024);
-  CHECK(run.options.memory.static_bytes == 8);
+  CHECK(run.model.network.latency == 0.25);
+  CHECK(run.model.network.bandwidth == 1e9);
+  CHECK(run.model.network.boundary_bytes == 1024);
+  CHECK(run.model.network.matching == config::Matching::fifo);
+  CHECK(run.model.memory.activation_bytes == 4096);
+  CHECK(run.model.memory.weight_stash_bytes == 1024);
+  CHECK(run.model.memory.static_bytes == 8);
 
   SECTION("a stage that splits B under a global full B gets B = I + W") {
     const json k = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 2, "microbatches": 2},
         "costs": {"forward": 1.0, "backward": 2.0,
                   "per_stage": {"1": {"backward_input": 1.5, "backward_weight": 1.5}}}})");
-    const auto stages = build(k).options.costs.stages;
+    const auto stages = build(k).model.costs.stages;
     REQUIRE(stages.size() == 2);
     CHECK(stages[0].backward == 2.0);
     CHECK_FALSE(stages[0].split);
@@ -547,7 +560,7 @@ TEST_CASE("build resolves per-stage cost overrides over the global costs", "[con
                              "1f1b-blocking-deadlock"}) {
       INFO(name);
       const std::string path = std::string(PPSIM_SOURCE_DIR) + "/configs/" + name + ".json";
-      CHECK_NOTHROW(sim::build(sim::load_config(path)));
+      CHECK_NOTHROW(config::prepare(config::load_config(path)));
     }
   }
 }

@@ -7,10 +7,10 @@
 #include "ppsim/schedules/validation.hpp"
 
 using namespace ppsim;
-using schedules::CommStyle;
+using CommStyle = std::string_view;
 
 namespace {
-std::string cycle_text(const sim::Deadlock& d) {
+std::string cycle_text(const record::Deadlock& d) {
   std::string s;
   for (const auto& c : d.cycles)
     for (const auto& b : c)
@@ -31,7 +31,7 @@ TEST_CASE(
     for (int M = 2; M <= 12; ++M) {
       auto o = test::uniform(P, 1, 2);
       o.network.boundary_bytes = 1 << 20;
-      const auto r = sim::simulate(test::lowered("1f1b", P, M, 1, CommStyle::blocking), o);
+      const auto r = sim::simulate(test::lowered("1f1b", P, M, 1, "blocking"), o);
       INFO("P=" << P << " M=" << M);
       REQUIRE(r.deadlock);
       REQUIRE(r.deadlock->cycles.size() == 1);
@@ -63,12 +63,12 @@ TEST_CASE(
 TEST_CASE("1F1B with one microbatch cannot deadlock even with blocking sends", "[deadlock]") {
   for (int P = 1; P <= 6; ++P)
     CHECK_FALSE(
-        sim::simulate(test::lowered("1f1b", P, 1, 1, CommStyle::blocking), test::uniform(P, 1, 2))
+        sim::simulate(test::lowered("1f1b", P, 1, 1, "blocking"), test::uniform(P, 1, 2))
             .deadlock);
 }
 
 TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[deadlock]") {
-  for (CommStyle style : {CommStyle::async_send, CommStyle::batched}) {
+  for (CommStyle style : {"async-send", "batched"}) {
     for (int P = 1; P <= 8; ++P) {
       for (int M = 1; M <= 12; ++M) {
         auto o = test::uniform(P, 1, 2);
@@ -76,7 +76,7 @@ TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[d
         o.network.latency = 0.1;
         o.network.bandwidth = 1 << 22;
         const auto r = sim::simulate(test::lowered("1f1b", P, M, 1, style), o);
-        INFO(schedules::to_string(style) << " P=" << P << " M=" << M);
+        INFO(style << " P=" << P << " M=" << M);
         CHECK_FALSE(r.deadlock);
         CHECK(r.errors.empty());
       }
@@ -89,17 +89,17 @@ TEST_CASE(
     "[deadlock][interleaved]") {
   // Warm-up: every rank sends a forward to the next rank while the next rank sends its own:
   // with blocking (or waited-at-once) sends the P ranks form one cycle through the ring.
-  for (CommStyle style : {CommStyle::blocking, CommStyle::async_send, CommStyle::batched}) {
+  for (CommStyle style : {"blocking", "async-send", "batched"}) {
     for (int P : {3, 4, 6}) {
       const auto r = sim::simulate(test::lowered("interleaved-1f1b", P, 2 * P, 2, style),
                                    test::uniform(2 * P, 1, 2));
-      INFO(schedules::to_string(style) << " P=" << P);
+      INFO(style << " P=" << P);
       REQUIRE(r.deadlock);
       REQUIRE(r.deadlock->cycles.size() == 1);
       CHECK(r.deadlock->cycles[0].size() == static_cast<std::size_t>(P));
       for (const auto& b : r.deadlock->cycles[0]) CHECK(b.peer == (b.rank + 1) % P);
     }
-    CHECK_FALSE(sim::simulate(test::lowered("interleaved-1f1b", 4, 8, 2, CommStyle::async),
+    CHECK_FALSE(sim::simulate(test::lowered("interleaved-1f1b", 4, 8, 2, "async"),
                               test::uniform(8, 1, 2))
                     .deadlock);
   }
@@ -110,7 +110,7 @@ TEST_CASE("Eager sends no larger than eager_limit complete locally, so all-block
   auto o = test::uniform(4, 1, 2);
   o.network.boundary_bytes = 4096;
   o.network.eager_limit = 4096;
-  const auto prog = test::lowered("1f1b", 4, 8, 1, CommStyle::blocking);
+  const auto prog = test::lowered("1f1b", 4, 8, 1, "blocking");
   const auto r = sim::simulate(prog, o);
   CHECK_FALSE(r.deadlock);
   CHECK(r.makespan == Approx((8 + 3) * 3.0));
@@ -158,7 +158,7 @@ TEST_CASE("fifo matching reports a message-order mismatch that tag matching tole
   REQUIRE(schedules::validate(prog).size() == 0);
   auto o = test::uniform(2, 1, 2);
   CHECK_FALSE(has_error(sim::simulate(prog, o), "message_order_mismatch"));
-  o.network.matching = sim::Matching::fifo;
+  o.network.matching = config::Matching::fifo;
   const auto r = sim::simulate(prog, o);
   REQUIRE(has_error(r, "message_order_mismatch"));
   CHECK(r.errors[0].rank == 1);
@@ -173,7 +173,7 @@ TEST_CASE("Under fifo, blocking sends in the wrong order deadlock instead", "[de
   auto o = test::uniform(2, 1, 2);
   CHECK(sim::simulate(prog, o)
             .deadlock);  // tag: rank 0 waits for RECV_F1 that rank 1 posts after RECV_F0
-  o.network.matching = sim::Matching::fifo;
+  o.network.matching = config::Matching::fifo;
   const auto r = sim::simulate(prog, o);
   CHECK_FALSE(r.deadlock);  // NCCL pairs them by order and silently swaps the tensors
   CHECK(has_error(r, "message_order_mismatch"));
@@ -186,7 +186,7 @@ TEST_CASE(
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0#0,0RECV_B0,0B0\n"
       "1RECV_F0,1F0,1B0,1SEND_B0\n");
-  const auto r = sim::simulate(prog, test::uniform(2, 1, 2));
+  const auto r = test::run(prog, test::uniform(2, 1, 2));
   REQUIRE(has_error(r, "buffer_released_before_wait"));
   REQUIRE(has_error(r, "never_waited"));
   for (const auto& e : r.errors) {
@@ -203,7 +203,7 @@ TEST_CASE("Reading a receive buffer before its WAIT is an error, not a stall", "
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0,0RECV_B0,0B0\n"
       "1RECV_F0#0,1F0,WAIT(0),1B0,1SEND_B0\n");
-  const auto r = sim::simulate(prog, test::uniform(2, 1, 2));
+  const auto r = test::run(prog, test::uniform(2, 1, 2));
   CHECK_FALSE(r.deadlock);
   REQUIRE(has_error(r, "read_before_wait"));
   CHECK(r.errors[0].op == "1F0");
@@ -222,7 +222,7 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
   };
   std::vector<Case> cases;
   for (CommStyle s :
-       {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
+       {"blocking", "async-send", "batched", "async"}) {
     for (int P : {2, 3, 5}) {
       for (int M : {1, 3, 7}) {
         cases.push_back({"1f1b", P, M, 1, s});
@@ -253,9 +253,9 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
         }
         o.network.latency = coin(rng) ? cost(rng) : 0.0;
         o.network.bandwidth = coin(rng) ? 1000.0 / cost(rng) : 0.0;
-        o.network.matching = coin(rng) ? sim::Matching::tag : sim::Matching::fifo;
+        o.network.matching = coin(rng) ? config::Matching::tag : config::Matching::fifo;
         const auto r = sim::simulate(prog, o);
-        INFO(c.kind << " " << schedules::to_string(c.style) << " P=" << c.P << " M=" << c.M
+        INFO(c.kind << " " << c.style << " P=" << c.P << " M=" << c.M
                     << " eager_limit=" << eager_limit << " trial " << trial);
         CHECK(bool(r.deadlock) == bool(base.deadlock));
         CHECK((r.deadlock ? cycle_text(*r.deadlock) : "none") == base_cycle);

@@ -3,13 +3,17 @@
 
 #include "helpers.hpp"
 #include "ppsim/schedules/error.hpp"
+#include "ppsim/schedules/semantics.hpp"
 
 using namespace ppsim;
 using schedules::OpKind;
 
 namespace {
 schedules::Program gen(const char* kind, int P, int M, int V = 1, int group = 0) {
-  return schedules::generate(kind, {P, M, V, group});
+  schedules::ScheduleParams params{{"ranks", P}, {"microbatches", M}};
+  if (V != 1) params.set("chunks", V);
+  if (group != 0) params.set("microbatch_group_size", group);
+  return schedules::generate(kind, params);
 }
 }  // namespace
 
@@ -67,7 +71,9 @@ TEST_CASE(
 TEST_CASE("interleaved-1f1b rejects what Megatron-LM rejects", "[generators]") {
   auto key_of = [](int P, int M, int V, int group) {
     try {
-      gen("interleaved-1f1b", P, M, V, group);
+      schedules::ScheduleParams params{{"ranks", P}, {"microbatches", M}, {"chunks", V}};
+      if (group != 0) params.set("microbatch_group_size", group);
+      schedules::generate("interleaved-1f1b", params);
     } catch (const schedules::ParameterError& e) {
       return e.key();
     }
@@ -106,21 +112,35 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Every generated program has each (stage, microbatch) F and B exactly once on the stage's rank",
+    "Every generator, on each of its registered test parameters: each (stage, microbatch) has one "
+    "F and one backward (B, or I + W) on the stage's rank",
     "[generators]") {
   for (const auto& g : schedules::Registry::instance().all()) {
-    const int P = 4, M = 8, V = g.name == "interleaved-1f1b" ? 2 : 1;
-    const auto p = gen(g.name.c_str(), P, M, V);
-    std::vector<int> f(static_cast<std::size_t>(P * V * M)), b(f.size());
-    for (int r = 0; r < P; ++r)
-      for (const auto& op : p.ops(r)) {
-        CHECK(p.rank_of(op.stage) == r);
-        auto& counter = op.kind == OpKind::F ? f : b;
-        ++counter[static_cast<std::size_t>(op.stage * M + op.microbatch)];
+    REQUIRE_FALSE(g.test_params.empty());
+    for (const auto& params : g.test_params) {
+      const auto p = schedules::generate(g.name, params);
+      INFO(g.name << " P=" << params.ranks() << " M=" << params.microbatches());
+      const std::size_t cells = static_cast<std::size_t>(p.stages() * p.microbatches());
+      std::vector<int> f(cells), b(cells), i(cells), w(cells);
+      const schedules::Semantics sem(p);
+      for (int r = 0; r < p.ranks(); ++r)
+        for (const auto& op : p.ops(r))
+          sem.for_each_part(r, op, [&](const schedules::Op& part) {
+            CHECK(p.rank_of(part.stage) == r);
+            const std::size_t c = static_cast<std::size_t>(part.stage * p.microbatches() +
+                                                           part.microbatch);
+            ++(part.kind == OpKind::F   ? f
+               : part.kind == OpKind::B ? b
+               : part.kind == OpKind::I ? i
+                                        : w)[c];
+          });
+      for (std::size_t c = 0; c < cells; ++c) {
+        if (!p.routes().on_route(static_cast<int>(c) / p.microbatches(),
+                                 static_cast<int>(c) % p.microbatches()))
+          continue;
+        CHECK(f[c] == 1);
+        CHECK(((b[c] == 1 && i[c] == 0 && w[c] == 0) || (b[c] == 0 && i[c] == 1 && w[c] == 1)));
       }
-    for (std::size_t i = 0; i < f.size(); ++i) {
-      CHECK(f[i] == 1);
-      CHECK(b[i] == 1);
     }
   }
 }

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "ppsim/sim/analysis.hpp"
-#include "ppsim/sim/report_json.hpp"
+#include "ppsim/viz/json_report.hpp"
 
 using namespace ppsim;
 using nlohmann::json;
@@ -64,9 +64,9 @@ TEST_CASE("Every example config reproduces its golden summary", "[golden]") {
     const fs::path golden = root / "tests" / "golden" / (path.stem().string() + ".json");
     INFO(rel << " vs " << golden.string());
     REQUIRE(fs::exists(golden));
-    sim::Config config = sim::load_config(path.string());
+    config::Config config = config::load_config(path.string());
     config.source = rel;
-    const json got = sim::to_json(sim::analyze(config));
+    const json got = viz::to_json(sim::analyze(config));
     std::ifstream in(golden);
     const json want = json::parse(in);
     std::vector<std::string> diffs;

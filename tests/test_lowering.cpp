@@ -5,11 +5,11 @@
 #include "ppsim/schedules/validation.hpp"
 
 using namespace ppsim;
-using schedules::CommStyle;
+using CommStyle = std::string_view;
 
 TEST_CASE("blocking: receive right before the consumer, send right after the producer",
           "[lowering]") {
-  const auto p = test::lowered("1f1b", 2, 2, 1, CommStyle::blocking);
+  const auto p = test::lowered("1f1b", 2, 2, 1, "blocking");
   CHECK(test::rank_line(p, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
   CHECK(test::rank_line(p, 1) == "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
 }
@@ -17,7 +17,7 @@ TEST_CASE("blocking: receive right before the consumer, send right after the pro
 TEST_CASE(
     "async-send: forward sends async, waited at the end of the step (before the next forward)",
     "[lowering]") {
-  const auto p = test::lowered("1f1b", 3, 3, 1, CommStyle::async_send);
+  const auto p = test::lowered("1f1b", 3, 3, 1, "async-send");
   // rank 1: warm-up F0; steady F1/B0, F2/B1; cool-down B2. Each forward send is waited before the
   // next forward, or before the backward that frees its buffer.
   CHECK(test::rank_line(p, 1) ==
@@ -29,7 +29,7 @@ TEST_CASE(
     "batched: send_forward+recv_backward and send_backward+recv_forward posted together, waited "
     "together",
     "[lowering]") {
-  const auto p = test::lowered("1f1b", 3, 3, 1, CommStyle::batched);
+  const auto p = test::lowered("1f1b", 3, 3, 1, "batched");
   CHECK(test::rank_line(p, 1) ==
         "1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1#0,1RECV_B0#1,WAIT(0;1),1B0,1SEND_B0#2,1RECV_"
         "F2#3,WAIT(2;3),"
@@ -41,33 +41,32 @@ TEST_CASE(
     "their "
     "buffer is reused or freed",
     "[lowering]") {
-  const auto p1 = test::lowered("gpipe", 2, 2, 1, CommStyle::async, 1);
+  const auto p1 = test::lowered("gpipe", 2, 2, 1, "async", 1);
   // prefetch 1: the receive for compute op i is posted before compute op i-1.
   CHECK(test::rank_line(p1, 0) ==
         "0F0,0SEND_F0#0,0RECV_B0#1,0F1,0SEND_F1#2,0RECV_B1#3,WAIT(0;1),0B0,WAIT(2;3),0B1");
   CHECK(test::rank_line(p1, 1) ==
         "1RECV_F0#0,1RECV_F1#1,WAIT(0),1F0,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
         "3)");
-  const auto p0 = test::lowered("gpipe", 2, 2, 1, CommStyle::async, 0);
+  const auto p0 = test::lowered("gpipe", 2, 2, 1, "async", 0);
   CHECK(test::rank_line(p0, 1) ==
         "1RECV_F0#0,WAIT(0),1F0,1RECV_F1#1,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
         "3)");
   const auto pa =
-      test::lowered("gpipe", 2, 2, 1, CommStyle::async, schedules::LoweringOptions::kPrefetchAll);
+      test::lowered("gpipe", 2, 2, 1, "async", -1);
   CHECK(test::rank_line(pa, 0) ==
         "0RECV_B0#0,0RECV_B1#1,0F0,0SEND_F0#2,0F1,0SEND_F1#3,WAIT(0;2),0B0,WAIT(1;3),0B1");
 }
 
 TEST_CASE("Every lowered program validates clean and keeps the generator's compute order",
           "[lowering]") {
-  for (CommStyle style :
-       {CommStyle::blocking, CommStyle::async_send, CommStyle::batched, CommStyle::async}) {
-    for (const char* kind : {"gpipe", "1f1b", "interleaved-1f1b"}) {
-      const bool inter = std::string(kind) == "interleaved-1f1b";
-      const int P = inter ? 4 : 5, M = 8, V = inter ? 2 : 1;
-      const auto compute = schedules::generate(kind, {P, M, V, 0});
-      const auto p = schedules::lower(compute, {style, 2});
-      INFO(kind << " " << schedules::to_string(style));
+  for (const auto& lowering : test::all_lowerings()) {
+    for (const auto& g : schedules::Registry::instance().all()) {
+     for (const auto& params : g.test_params) {
+      const int P = params.ranks();
+      const auto compute = schedules::generate(g.name, params);
+      const auto p = schedules::lower(compute, lowering);
+      INFO(g.name << " P=" << P << " M=" << params.microbatches() << " " << test::describe(lowering));
       CHECK(schedules::validate(p).empty());
       for (int r = 0; r < P; ++r) {
         std::vector<schedules::Op> kept;
@@ -75,6 +74,7 @@ TEST_CASE("Every lowered program validates clean and keeps the generator's compu
           if (schedules::is_compute(op.kind)) kept.push_back(op);
         CHECK(kept == compute.ops(r));
       }
+     }
     }
   }
 }

@@ -10,8 +10,9 @@
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/op.hpp"
 #include "ppsim/schedules/program.hpp"
+#include "ppsim/schedules/semantics.hpp"
 
-using ppsim::schedules::CommStyle;
+using CommStyle = std::string_view;
 using ppsim::schedules::LoweringOptions;
 using ppsim::schedules::make_placement;
 using ppsim::schedules::Op;
@@ -21,7 +22,7 @@ using ppsim::schedules::ParseError;
 using ppsim::schedules::PlacementKind;
 using ppsim::schedules::Program;
 using ppsim::schedules::StagePlace;
-using ppsim::schedules::tensor_of;
+using ppsim::schedules::Semantics;
 using ppsim::schedules::TensorId;
 
 namespace {
@@ -33,7 +34,7 @@ struct LoweredCase {
   int prefetch;
   std::string name() const {
     return kind + " P=" + std::to_string(P) + " M=" + std::to_string(M) +
-           " V=" + std::to_string(V) + " style=" + std::string(ppsim::schedules::to_string(style)) +
+           " V=" + std::to_string(V) + " style=" + std::string(style) +
            " prefetch=" + std::to_string(prefetch);
   }
 };
@@ -45,11 +46,12 @@ std::vector<LoweredCase> lowered_cases() {
   for (const auto& s : ppsim::test::all_lowerings()) {
     for (const char* kind : {"gpipe", "1f1b"})
       for (int P : {1, 2, 4})
-        for (int M : {1, 3, 6}) cases.push_back({kind, P, M, 1, s.style, s.prefetch});
+        for (int M : {1, 3, 6}) cases.push_back({kind, P, M, 1, s.style, static_cast<int>(s.params.get("prefetch", 1))});
     for (int P : {3, 4})
       for (int V : {2, 3})
         for (int M : {P, 2 * P})
-          cases.push_back({"interleaved-1f1b", P, M, V, s.style, s.prefetch});
+          cases.push_back({"interleaved-1f1b", P, M, V, s.style,
+                           static_cast<int>(s.params.get("prefetch", 1))});
   }
   return cases;
 }
@@ -117,7 +119,7 @@ TEST_CASE("Program::parse reads every op kind and WAIT ids back", "[program_text
   CHECK(p.ops(0)[1] == Op::comm(OpKind::SEND_F, 0, 0, 7));
   CHECK(p.ops(0)[2] == Op::comm(OpKind::RECV_B, 0, 0, 8));
   CHECK(p.ops(0)[3].kind == OpKind::WAIT);
-  CHECK(p.ops(0)[3].wait_count == 2);
+  CHECK(p.ops(0)[3].list_size == 2);
   const auto ids = p.wait_ids(0, p.ops(0)[3]);
   CHECK(std::vector<std::int32_t>(ids.begin(), ids.end()) == std::vector<std::int32_t>{7, 8});
   CHECK(p.ops(0)[4] == Op::compute(OpKind::I, 0, 0));
@@ -175,7 +177,7 @@ TEST_CASE("to_text then parse is the identity on ops, WAIT ids and placement (al
 TEST_CASE("lowered async programs carry async ops and WAITs through the text form",
           "[program_text]") {
   // Guards the round-trip test above against passing vacuously on blocking-only programs.
-  const Program p = ppsim::test::lowered("1f1b", 2, 2, 1, CommStyle::async, 1);
+  const Program p = ppsim::test::lowered("1f1b", 2, 2, 1, "async", 1);
   const std::string text = p.to_text();
   CHECK(text.find('#') != std::string::npos);
   CHECK(text.find("WAIT(") != std::string::npos);
@@ -326,40 +328,45 @@ TEST_CASE("ParseError: a stage below the largest that appears in no op cannot be
   CHECK_THROWS_AS(Program::parse("0F0,0SEND_F0,0B0\n"), ParseError);
 }
 
-TEST_CASE("tensor_of: SEND_F(s,m) and RECV_F(s+1,m) carry the activation across boundary s",
+TEST_CASE("tensor_of: SEND_F(s,m) and RECV_F(s+1,m) carry the activation stage s produces",
           "[program_text]") {
+  const Program p(3, make_placement(PlacementKind::loop, 5, 1));
+  const Semantics sem(p);
   for (int s = 0; s < 4; ++s)
     for (int m = 0; m < 3; ++m) {
-      const TensorId send = tensor_of(Op::comm(OpKind::SEND_F, s, m));
-      const TensorId recv = tensor_of(Op::comm(OpKind::RECV_F, s + 1, m));
+      const TensorId send = sem.tensor_of(Op::comm(OpKind::SEND_F, s, m));
+      const TensorId recv = sem.tensor_of(Op::comm(OpKind::RECV_F, s + 1, m));
       CHECK(send == recv);
       CHECK(send == TensorId{false, s, m});
       // Async ops carry the same tensor as blocking ones.
-      CHECK(tensor_of(Op::comm(OpKind::SEND_F, s, m, 9)) == send);
+      CHECK(sem.tensor_of(Op::comm(OpKind::SEND_F, s, m, 9)) == send);
     }
 }
 
-TEST_CASE("tensor_of: SEND_B(s+1,m) and RECV_B(s,m) carry the gradient across boundary s",
+TEST_CASE("tensor_of: SEND_B(s+1,m) and RECV_B(s,m) carry the gradient stage s+1 produces",
           "[program_text]") {
+  const Program p(3, make_placement(PlacementKind::loop, 5, 1));
+  const Semantics sem(p);
   for (int s = 0; s < 4; ++s)
     for (int m = 0; m < 3; ++m) {
-      const TensorId send = tensor_of(Op::comm(OpKind::SEND_B, s + 1, m));
-      const TensorId recv = tensor_of(Op::comm(OpKind::RECV_B, s, m));
+      const TensorId send = sem.tensor_of(Op::comm(OpKind::SEND_B, s + 1, m));
+      const TensorId recv = sem.tensor_of(Op::comm(OpKind::RECV_B, s, m));
       CHECK(send == recv);
-      CHECK(send == TensorId{true, s, m});
+      CHECK(send == TensorId{true, s + 1, m});
       // The gradient across a boundary is a different tensor from the activation across it.
-      CHECK_FALSE(send == tensor_of(Op::comm(OpKind::SEND_F, s, m)));
+      CHECK_FALSE(send == sem.tensor_of(Op::comm(OpKind::SEND_F, s, m)));
+      CHECK(sem.tensor_index(send) != sem.tensor_index(sem.tensor_of(Op::comm(OpKind::SEND_F, s + 1, m))));
     }
 }
 
 TEST_CASE("peer_of: a comm op's peer is the rank of the neighbouring stage it names",
           "[program_text]") {
   const Program p = Program::parse("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
-  CHECK(p.peer_of(p.ops(0)[1]) == 1);
-  CHECK(p.peer_of(p.ops(0)[2]) == 1);
-  CHECK(p.peer_of(p.ops(1)[0]) == 0);
-  CHECK(p.peer_of(p.ops(1)[3]) == 0);
-  CHECK(p.peer_of(p.ops(0)[0]) == -1);                     // compute op
-  CHECK(p.peer_of(Op::comm(OpKind::RECV_F, 0, 0)) == -1);  // no stage -1
-  CHECK(p.peer_of(Op::comm(OpKind::SEND_F, 1, 0)) == -1);  // no stage 2
+  const Semantics sem(p);
+  CHECK(sem.peer_of(p.ops(0)[1]) == 1);
+  CHECK(sem.peer_of(p.ops(0)[2]) == 1);
+  CHECK(sem.peer_of(p.ops(1)[0]) == 0);
+  CHECK(sem.peer_of(p.ops(1)[3]) == 0);
+  CHECK(sem.peer_of(Op::comm(OpKind::RECV_F, 0, 0)) == -1);  // no stage -1
+  CHECK(sem.peer_of(Op::comm(OpKind::SEND_F, 1, 0)) == -1);  // no stage 2
 }

@@ -1,58 +1,65 @@
 // Sweeps keep the model fixed while the schedule, M and V vary.
 #include <catch2/catch.hpp>
 
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/config/sweep.hpp"
 #include "ppsim/sim/analysis.hpp"
-#include "ppsim/sim/sweep.hpp"
 
 using namespace ppsim;
 
 namespace {
-sim::Config base() {
-  return sim::parse_config(nlohmann::json::parse(R"({
+config::Config base() {
+  return config::parse_config(nlohmann::json::parse(R"({
     "name": "base",
     "schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
     "costs": {"forward": 2.0, "backward_input": 2.0, "backward_weight": 2.0},
     "memory": {"activation_bytes": 1000, "static_bytes": 600}
   })"),
-                           "base.json");
+                              "base.json");
 }
 }  // namespace
 
 TEST_CASE("Sweep: one config per (schedule, M, V); chunks only for schedules that take them",
           "[sweep]") {
-  const auto configs = sim::sweep(base(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});
+  const auto configs =
+      config::sweep(base(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});
   REQUIRE(configs.size() == 2 + 2 + 2 * 2);
   CHECK(configs[0].name == "base/gpipe/M8");
-  CHECK(configs[0].params.chunks == 1);
+  CHECK(config::prepare(configs[0]).program->chunks() == 1);
   CHECK(configs.back().name == "base/interleaved-1f1b/M16/V3");
-  CHECK(configs.back().params.chunks == 3);
+  CHECK(config::prepare(configs.back()).program->chunks() == 3);
 }
 
 TEST_CASE(
     "Sweep over chunks keeps per-rank work and memory: costs and bytes scale by V0/V, so "
     "interleaved bubble_vs_ideal = (P-1)/(V*M) against the same ideal as 1F1B",
     "[sweep]") {
-  const auto configs = sim::sweep(base(), {{"1f1b", "interleaved-1f1b"}, {8}, {2, 4}});
+  const auto configs = config::sweep(base(), {{"1f1b", "interleaved-1f1b"}, {8}, {2, 4}});
   REQUIRE(configs.size() == 3);
   const auto one = sim::analyze(configs[0]);
   for (std::size_t i = 1; i < configs.size(); ++i) {
-    const auto a = sim::analyze(configs[i]);
+    const config::Prepared prepared = config::prepare(configs[i]);
+    const auto a = sim::analyze(prepared);
     REQUIRE(a.ok());
-    const int V = configs[i].params.chunks;
+    REQUIRE(a.metrics);
+    REQUIRE(one.metrics);
+    const int V = prepared.program->chunks();
     for (int r = 0; r < 4; ++r)
-      CHECK(a.result->per_rank[r].busy == Approx(one.result->per_rank[r].busy));
-    CHECK(a.result->bubble_vs_ideal == Approx(3.0 / (V * 8)));
-    CHECK(a.run.options.memory.activation_bytes == 1000 / V);
+      CHECK(a.metrics->per_rank[r].busy == Approx(one.metrics->per_rank[r].busy));
+    CHECK(a.metrics->bubble_vs_ideal == Approx(3.0 / (V * 8)));
+    CHECK(prepared.model.memory.activation_bytes == 1000 / V);
     // static bytes are per chunk: V chunks of 600/V each
-    CHECK(a.result->per_rank[0].peak_memory_bytes >= 600);
+    CHECK(a.metrics->per_rank[0].peak_memory_bytes >= 600);
   }
-  CHECK(one.result->bubble_vs_ideal == Approx(3.0 / 8));
+  REQUIRE(one.metrics);
+  CHECK(one.metrics->bubble_vs_ideal == Approx(3.0 / 8));
 }
 
 TEST_CASE("Sweep refuses what it cannot remap", "[sweep]") {
   auto j = base().raw;
   j["costs"]["per_stage"] = {{"1", {{"forward", 3.0}}}};
-  const auto with_overrides = sim::parse_config(j, "base.json");
-  CHECK_THROWS_AS(sim::sweep(with_overrides, {{"interleaved-1f1b"}, {8}, {2}}), sim::ConfigError);
-  CHECK_NOTHROW(sim::sweep(with_overrides, {{"gpipe"}, {8, 16}, {}}));
+  const auto with_overrides = config::parse_config(j, "base.json");
+  CHECK_THROWS_AS(config::sweep(with_overrides, {{"interleaved-1f1b"}, {8}, {2}}),
+                  config::ConfigError);
+  CHECK_NOTHROW(config::sweep(with_overrides, {{"gpipe"}, {8, 16}, {}}));
 }

@@ -2,8 +2,8 @@
 
 namespace ppsim::record {
 
-void ObserverList::on_begin(int ranks) {
-  for (auto* s : sinks_) s->on_begin(ranks);
+void ObserverList::on_begin(int ranks, bool concurrent) {
+  for (auto* s : sinks_) s->on_begin(ranks, concurrent);
 }
 void ObserverList::on_compute(int rank, int pos, double start, double end) {
   for (auto* s : sinks_) s->on_compute(rank, pos, start, end);
@@ -27,24 +27,31 @@ void ObserverList::on_end() {
   for (auto* s : sinks_) s->on_end();
 }
 
-void TraceRecorder::on_begin(int ranks) {
-  per_rank_.assign(static_cast<std::size_t>(ranks), {});
+void TraceRecorder::on_begin(int ranks, bool concurrent) {
+  per_rank_.assign(concurrent ? static_cast<std::size_t>(ranks) : 0, {});
   trace_.ranks.assign(static_cast<std::size_t>(ranks), {});
 }
 void TraceRecorder::on_compute(int rank, int pos, double start, double end) {
-  at(rank).spans.push_back({rank, pos, SpanKind::compute, start, end});
+  add(rank, [&](auto& spans, auto&, auto&) {
+    spans.push_back({rank, pos, SpanKind::compute, start, end});
+  });
 }
 void TraceRecorder::on_blocked(int rank, int pos, double start, double end) {
-  at(rank).spans.push_back({rank, pos, SpanKind::blocked, start, end});
+  add(rank, [&](auto& spans, auto&, auto&) {
+    spans.push_back({rank, pos, SpanKind::blocked, start, end});
+  });
 }
 void TraceRecorder::on_post(int rank, int pos, double time) {
-  at(rank).spans.push_back({rank, pos, SpanKind::post, time, time});
+  add(rank,
+      [&](auto& spans, auto&, auto&) { spans.push_back({rank, pos, SpanKind::post, time, time}); });
 }
 void TraceRecorder::on_transfer(const TransferEvent& t) {
-  at(t.dst_rank).transfers.push_back(t);
+  add(t.dst_rank, [&](auto&, auto& transfers, auto&) { transfers.push_back(t); });
 }
 void TraceRecorder::on_counter(int rank, double time, std::int64_t memory_bytes, int inflight) {
-  at(rank).counters.push_back({rank, time, memory_bytes, inflight});
+  add(rank, [&](auto&, auto&, auto& counters) {
+    counters.push_back({rank, time, memory_bytes, inflight});
+  });
 }
 void TraceRecorder::on_rank_end(int rank, const RankTimeline& timeline) {
   trace_.ranks[static_cast<std::size_t>(rank)] = timeline;
@@ -54,6 +61,7 @@ void TraceRecorder::on_end() {
     trace_.spans.insert(trace_.spans.end(), r.spans.begin(), r.spans.end());
     trace_.transfers.insert(trace_.transfers.end(), r.transfers.begin(), r.transfers.end());
     trace_.counters.insert(trace_.counters.end(), r.counters.begin(), r.counters.end());
+    r = {};  // free as we go
   }
   per_rank_.clear();
 }

@@ -160,7 +160,7 @@ class Engine {
 
   SimResult run() {
     setup();
-    if (obs_) obs_->on_begin(R_);
+    if (obs_) obs_->on_begin(R_, /*concurrent=*/false);
     for (int r = 0; r < R_; ++r) wake(r, 0.0);
     while (!queue_.empty()) {
       const auto e = queue_.pop();
@@ -444,7 +444,8 @@ class Engine {
     while (rs.pc < rs.n_ops) {
       const Op& op = ops[rs.pc];
       const int pos = static_cast<int>(rs.pc);
-      if (schedules::is_compute(op.kind)) {
+      if (schedules::is_compute(op.kind) ||
+          schedules::info(op.kind).cls == schedules::OpClass::resource) {  // local work
         const double end = t + duration(r, op);
         start_compute(r, rs, op, t);
         if (obs_) obs_->on_compute(r, pos, t, end);

@@ -7,8 +7,8 @@
 #include "ppsim/sim/simulator.hpp"
 
 int main() {
-  auto compute = ppsim::schedules::generate("1f1b", {/*ranks*/ 4, /*microbatches*/ 8});
-  auto program = ppsim::schedules::lower(compute, {ppsim::schedules::CommStyle::async});
+  auto compute = ppsim::schedules::generate("1f1b", {{"ranks", 4}, {"microbatches", 8}});
+  auto program = ppsim::schedules::lower(compute, {"async", {}});
   ppsim::sim::SimOptions options;
   options.costs = ppsim::sim::CostModel::uniform(program.stages(), {});
   ppsim::sim::SimResult r = ppsim::sim::simulate(program, options);

@@ -8,7 +8,9 @@
 //  - every other callback is about one rank (its first argument, or dst_rank for a transfer) and
 //    is called only from the thread that runs that rank, never concurrently for the same rank;
 //  - callbacks for one rank come in the order the rank's ops were issued.
-// So an observer that keeps one buffer per rank needs no locks.
+// So an observer that keeps one buffer per rank needs no locks. on_begin says whether ranks may
+// call concurrently; a single-threaded producer (the simulator) says no, and sinks may then keep
+// one buffer for all ranks, in the order the events happened.
 #include <cstdint>
 #include <vector>
 
@@ -19,7 +21,7 @@ namespace ppsim::record {
 class Observer {
  public:
   virtual ~Observer() = default;
-  virtual void on_begin(int /*ranks*/) {}
+  virtual void on_begin(int /*ranks*/, bool /*concurrent*/) {}
   virtual void on_compute(int /*rank*/, int /*pos*/, double /*start*/, double /*end*/) {}
   virtual void on_blocked(int /*rank*/, int /*pos*/, double /*start*/, double /*end*/) {}
   virtual void on_post(int /*rank*/, int /*pos*/, double /*time*/) {}
@@ -41,7 +43,7 @@ class ObserverList : public Observer {
   // nullptr when there is no sink, so producers keep their metrics-only fast path.
   Observer* get() { return sinks_.empty() ? nullptr : sinks_.size() == 1 ? sinks_[0] : this; }
 
-  void on_begin(int ranks) override;
+  void on_begin(int ranks, bool concurrent) override;
   void on_compute(int rank, int pos, double start, double end) override;
   void on_blocked(int rank, int pos, double start, double end) override;
   void on_post(int rank, int pos, double time) override;
@@ -54,11 +56,12 @@ class ObserverList : public Observer {
   std::vector<Observer*> sinks_;
 };
 
-// Fills a Trace: one buffer per rank while the run goes, joined at on_end.
+// Fills a Trace. From a concurrent producer it keeps one buffer per rank and joins them at on_end
+// (ranks one after another); from a single-threaded one it appends in event order.
 class TraceRecorder : public Observer {
  public:
   explicit TraceRecorder(Trace& trace) : trace_(trace) {}
-  void on_begin(int ranks) override;
+  void on_begin(int ranks, bool concurrent) override;
   void on_compute(int rank, int pos, double start, double end) override;
   void on_blocked(int rank, int pos, double start, double end) override;
   void on_post(int rank, int pos, double time) override;
@@ -73,9 +76,17 @@ class TraceRecorder : public Observer {
     std::vector<TransferEvent> transfers;
     std::vector<CounterSample> counters;
   };
-  PerRank& at(int rank) { return per_rank_[static_cast<std::size_t>(rank)]; }
+  template <typename Fn>
+  void add(int rank, Fn&& fn) {
+    if (per_rank_.empty())
+      fn(trace_.spans, trace_.transfers, trace_.counters);
+    else {
+      PerRank& b = per_rank_[static_cast<std::size_t>(rank)];
+      fn(b.spans, b.transfers, b.counters);
+    }
+  }
   Trace& trace_;
-  std::vector<PerRank> per_rank_;
+  std::vector<PerRank> per_rank_;  // empty: events go straight into the trace
 };
 
 }  // namespace ppsim::record

@@ -1,0 +1,120 @@
+// Ops: kinds classified by their table (not by the enum's order), composite OVERLAP_F_B ops and
+// PyTorch's resource actions parsed, carried, validated and simulated.
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "ppsim/schedules/error.hpp"
+#include "ppsim/schedules/semantics.hpp"
+
+using namespace ppsim;
+using schedules::Op;
+using schedules::OpClass;
+using schedules::OpKind;
+using schedules::Program;
+
+TEST_CASE("Op kinds: every kind has one table row; classification reads the table", "[ops]") {
+  REQUIRE(schedules::kOpKindCount == 13);
+  for (std::size_t k = 0; k < schedules::kOpKindCount; ++k) {
+    const auto kind = static_cast<OpKind>(k);
+    const auto& info = schedules::info(kind);
+    INFO(info.name);
+    CHECK(schedules::is_compute(kind) == (info.cls == OpClass::compute));
+    CHECK(schedules::is_comm(kind) == (info.cls == OpClass::p2p));
+    CHECK((schedules::is_send(kind) || schedules::is_recv(kind)) == schedules::is_comm(kind));
+    CHECK_FALSE((schedules::is_send(kind) && schedules::is_recv(kind)));
+  }
+  CHECK(schedules::is_compute(OpKind::OVERLAP_F_B));
+  CHECK(schedules::is_composite(OpKind::OVERLAP_F_B));
+  CHECK_FALSE(schedules::is_compute(OpKind::WAIT));
+  CHECK(schedules::info(OpKind::UNSHARD).cls == OpClass::resource);
+  CHECK(schedules::info(OpKind::REDUCE_GRAD).cls == OpClass::resource);
+  CHECK(schedules::info(OpKind::SEND_B).backward);
+  CHECK_FALSE(schedules::info(OpKind::SEND_F).backward);
+  // 16 bytes: growing it costs 1 byte in 16 of every program and every copy of one.
+  CHECK(sizeof(Op) == 16);
+}
+
+TEST_CASE("OVERLAP_F_B: (0F7;7B3)OVERLAP_F_B parses into one op with two parts and prints back",
+          "[ops][program_text]") {
+  // Two ranks, V placement of 4 stages: stages 0 and 3 on rank 0, stages 1 and 2 on rank 1.
+  const auto parse_row0 = Program::parse(
+      "0F0,0F1,(0F2;3B0)OVERLAP_F_B,3F0,3B1,3B2,0B0,0B1,0B2\n"
+      "1F0,2F0,1F1,2F1,1F2,2F2,2B0,1B0,2B1,1B1,2B2,1B2\n");
+  const Op& ov = parse_row0.ops(0)[2];
+  CHECK(ov.kind == OpKind::OVERLAP_F_B);
+  REQUIRE(parse_row0.parts(0, ov).size() == 2);
+  CHECK(parse_row0.parts(0, ov)[0] == Op::compute(OpKind::F, 0, 2));
+  CHECK(parse_row0.parts(0, ov)[1] == Op::compute(OpKind::B, 3, 0));
+  CHECK(parse_row0.op_text(0, ov) == "(0F2;3B0)OVERLAP_F_B");
+  CHECK(Program::parse(parse_row0.to_text()).to_text() == parse_row0.to_text());
+  // Placement comes from the parts too.
+  CHECK(parse_row0.rank_of(3) == 0);
+}
+
+TEST_CASE("OVERLAP_F_B must hold a forward and then a backward", "[ops][program_text]") {
+  for (const char* bad : {"(0F0)OVERLAP_F_B", "(0B0;0F1)OVERLAP_F_B", "(0F0;0F1)OVERLAP_F_B",
+                          "(0F0;0B0;0B1)OVERLAP_F_B", "(0F0;0B0)OVERLAP", "(0F0;0B0"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(Program::parse(bad), schedules::ParseError);
+  }
+}
+
+TEST_CASE("An overlapped F&B runs both parts in one slot of F + B and has both parts' effects",
+          "[ops][sim]") {
+  // Rank 1 runs 1F1 together with the backward 1B0 of the previous microbatch.
+  const Program p = Program::parse(
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+      "1RECV_F0,1F0,1RECV_F1,(1F1;1B0)OVERLAP_F_B,1SEND_B0,1B1,1SEND_B1\n");
+  CHECK(schedules::validate(p).empty());
+  auto o = test::uniform(2, 1.0, 2.0);
+  o.memory.activation_bytes = 100;
+  const auto r = sim::simulate(p, o);
+  REQUIRE_FALSE(r.deadlock);
+  CHECK(r.per_rank[1].busy == 1.0 + 3.0 + 2.0);  // F, overlapped F+B, B
+  // At most two microbatches live on rank 1: the overlapped op stashes 1 and frees 0.
+  CHECK(r.per_rank[1].peak_inflight == 2);
+  CHECK(r.per_rank[1].peak_memory_bytes == 200);
+  // Lowering carries the composite over with its parts and adds both parts' transfers.
+  const Program compute = Program::parse("0F0,0F1,0B0,0B1\n1F0,(1F1;1B0)OVERLAP_F_B,1B1\n");
+  for (const auto& l : test::all_lowerings()) {
+    INFO(test::describe(l));
+    const Program lowered = schedules::lower(compute, l);
+    CHECK(schedules::validate(lowered).empty());
+    CHECK(lowered.op_text(1, lowered.ops(1)[0]).find("RECV_F0") != std::string::npos);
+    bool found = false;
+    for (const Op& op : lowered.ops(1))
+      if (op.kind == OpKind::OVERLAP_F_B) {
+        found = true;
+        CHECK(lowered.op_text(1, op) == "(1F1;1B0)OVERLAP_F_B");
+      }
+    CHECK(found);
+  }
+}
+
+TEST_CASE("UNSHARD, RESHARD, REDUCE_GRAD: parsed, printed, validated, carried at no cost",
+          "[ops]") {
+  const Program p = Program::parse(
+      "0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
+      "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD\n");
+  CHECK(p.ops(0)[0].kind == OpKind::UNSHARD);
+  CHECK(p.op_text(0, p.ops(0)[5]) == "0REDUCE_GRAD");
+  CHECK(Program::parse(p.to_text()).to_text() == p.to_text());
+  CHECK(schedules::validate(p).empty());
+  const auto r = sim::simulate(p, test::uniform(2, 1, 2));
+  CHECK_FALSE(r.deadlock);
+  CHECK(r.ops_executed == p.total_ops());
+  CHECK(r.makespan == 6.0);  // F, F, B, B on the critical path; the resource ops take no time
+  // A microbatch number or a request id on a resource op is an error.
+  CHECK_THROWS_AS(Program::parse("0UNSHARD1\n"), schedules::ParseError);
+  CHECK_THROWS_AS(Program::parse("0RESHARD#1\n"), schedules::ParseError);
+}
+
+TEST_CASE("A WAIT holds at most 65535 request ids: more is refused, not truncated", "[ops]") {
+  std::string text = "0F0,0B0,WAIT(";
+  for (int i = 0; i < 65536; ++i) text += (i ? ";" : "") + std::to_string(i);
+  text += ")\n";
+  CHECK_THROWS_WITH(Program::parse(text), Catch::Contains("at most 65535"));
+  Program p(1, schedules::make_placement(schedules::PlacementKind::loop, 1, 1));
+  std::vector<std::int32_t> ids(65536, 0);
+  CHECK_THROWS_AS(p.push_wait(0, ids), schedules::ParameterError);
+}
