@@ -228,6 +228,42 @@ TEST_CASE("One tie rule: transfers ready at the same instant on one link go in t
   CHECK(forward[1] == std::pair<double, int>{3.0, 0});
 }
 
+TEST_CASE("Tie rule: two receives posted at one instant in the reverse of the sender's post "
+          "order still get their transfers in the sender's post order",
+          "[sim][links]") {
+  // Microbatches 0 and 2 run stages 0 (rank 0) -> 1 (rank 1); microbatch 1 runs stages 2 (rank 1)
+  // -> 3 (rank 0). Rank 0 posts its sends of microbatch 2 then 0 at t = 2; rank 1 is busy in 2F1
+  // until t = 5 and then posts the receives for 0 then 2. Both transfers are ready at t = 5:
+  // microbatch 2's, posted first by the sender, takes the link first.
+  const auto p = schedules::Program::parse(
+      "0F0,0F2,0SEND_F2#0,0SEND_F0#1,3RECV_F1#2,WAIT(2),3F1,3B1,3SEND_B1#3,0RECV_B0#4,"
+      "0RECV_B2#5,WAIT(0;1;3;4;5),0B0,0B2\n"
+      "2F1,2SEND_F1#0,1RECV_F0#1,1RECV_F2#2,WAIT(1;2),1F0,1B0,1SEND_B0#3,1F2,1B2,1SEND_B2#4,"
+      "2RECV_B1#5,WAIT(0;3;4;5),2B1\n",
+      schedules::Routes(4, {{0, 1}, {2, 3}}, {0, 1, 0}));
+  REQUIRE(schedules::validate(p).empty());
+  for (const auto matching : {config::Matching::tag, config::Matching::fifo}) {
+    auto o = test::uniform(4, 1, 2);
+    o.costs.stages[2].forward = 5;
+    o.network.latency = 1.0;
+    o.network.matching = matching;
+    record::Trace trace;
+    record::TraceRecorder recorder(trace);
+    const auto r = sim::simulate(p, o, &recorder);
+    REQUIRE_FALSE(r.deadlock);
+    std::vector<std::pair<double, int>> forward;  // (start, microbatch) of rank 0's SEND_Fs
+    for (const auto& t : trace.transfers) {
+      const auto& op = p.ops(t.src_rank)[static_cast<std::size_t>(t.src_pos)];
+      if (t.src_rank == 0 && op.kind == schedules::OpKind::SEND_F)
+        forward.emplace_back(t.start, op.microbatch);
+    }
+    std::sort(forward.begin(), forward.end());
+    REQUIRE(forward.size() == 2);
+    CHECK(forward[0] == std::pair<double, int>{5.0, 2});
+    CHECK(forward[1] == std::pair<double, int>{6.0, 0});
+  }
+}
+
 TEST_CASE("A config section owned by another library plugs in without touching the simulator",
           "[config][sections]") {
   config::SectionRegistry::instance().add(

@@ -162,7 +162,9 @@ class Engine {
     setup();
     if (obs_) obs_->on_begin(R_, /*concurrent=*/false);
     for (int r = 0; r < R_; ++r) wake(r, 0.0);
-    while (!queue_.empty()) {
+    while (true) {
+      if (!ready_.empty() && (queue_.empty() || queue_.top_time() > ready_time_)) start_ready();
+      if (queue_.empty()) break;
       const auto e = queue_.pop();
       resume(static_cast<int>(EventQueue::code_of(e)), EventQueue::time_of(e));
     }
@@ -451,8 +453,11 @@ class Engine {
         if (obs_) obs_->on_compute(r, pos, t, end);
         rs.busy += end - t;  // as a trace's spans sum it, so both give identical metrics
         ++rs.pc;
+        // This rank posts nothing more at t; if no other rank has anything left at t either, the
+        // instant is over and its transfers may take their links.
+        if (!ready_.empty() && (queue_.empty() || queue_.top_time() > t)) start_ready();
         // No other event can happen before `end`: keep going without the heap.
-        if (queue_.empty() || end < queue_.top_time()) {
+        if (ready_.empty() && (queue_.empty() || end < queue_.top_time())) {
           end_compute(r, rs, op, end);
           t = end;
           continue;
@@ -516,7 +521,7 @@ class Engine {
     }
     if (e.send && eager_) {  // the data is copied out at once: the buffer is free again
       e.eager = 1;
-      start_transfer(id, t);
+      make_ready(id, t);
       if (e.frees_when_sent) release_buffer(e, t);
     }
     std::int32_t other = kNoEndpoint;
@@ -562,20 +567,53 @@ class Engine {
                   "tensor would be delivered silently",
                   p_.op_text(s.rank, so), s.rank));
     }
-    if (!s.eager) {
-      start_transfer(send_id, t);
-      if (s.frees_when_sent && s.buffer_live) release_when_sent(s, send_id);
-    }
-    r.at = s.at;  // an eager message may have arrived already: then the receive is done at once
-    // Bytes and the trace record are counted once per transfer, here where both ends are known.
+    // Bytes are counted once per transfer, here where both ends are known.
     const std::int64_t bytes = o_.network.boundary_bytes;
     ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
     ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
     comm_bytes_ += bytes;
-    if (obs_) obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.at - xfer_time_, s.at, bytes});
-    // The poster runs on; its partner's rank may have been waiting for this match.
-    wake_if_waiting(send_id, t);
+    if (!s.eager) {
+      make_ready(send_id, t);
+      return;
+    }
+    if (s.at == kNever) return;  // an eager send posted this instant: its start is not yet known
+    // An eager message that already left: the receive is done when it has arrived.
+    r.at = s.at;
+    transferred(s, r);
     wake_if_waiting(recv_id, t);
+  }
+
+  // Transfers that become ready at one instant take their links once the instant is over, in the
+  // order their senders posted them (DESIGN.md's tie rule): endpoint ids follow each rank's post
+  // order, and a link has one sender.
+  void make_ready(std::int32_t send_id, double t) {
+    ready_time_ = t;
+    ready_.push_back(send_id);
+  }
+  void start_ready() {
+    std::sort(ready_.begin(), ready_.end());
+    for (const std::int32_t id : ready_) {
+      Endpoint& s = eps_[static_cast<std::size_t>(id)];
+      start_transfer(id, ready_time_);
+      if (!s.eager && s.frees_when_sent && s.buffer_live) release_when_sent(s, id);
+      if (s.partner != kNoEndpoint) {
+        Endpoint& r = eps_[static_cast<std::size_t>(s.partner)];
+        r.at = s.at;
+        transferred(s, r);
+      }
+    }
+    // Ranks blocked on these transfers resume when they complete.
+    for (const std::int32_t id : ready_) {
+      const Endpoint& s = eps_[static_cast<std::size_t>(id)];
+      wake_if_waiting(id, ready_time_);
+      if (s.partner != kNoEndpoint) wake_if_waiting(s.partner, ready_time_);
+    }
+    ready_.clear();
+  }
+  void transferred(const Endpoint& s, const Endpoint& r) {
+    if (obs_)
+      obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.at - xfer_time_, s.at,
+                         o_.network.boundary_bytes});
   }
 
   void start_transfer(std::int32_t send_id, double t) {
@@ -676,6 +714,8 @@ class Engine {
   std::vector<RankState> ranks_;
   std::vector<Op> ops_;  // all ranks' ops, contiguous
   std::vector<Endpoint> eps_;
+  std::vector<std::int32_t> ready_;  // sends whose transfers became ready at ready_time_
+  double ready_time_ = 0;
   std::vector<Link> links_;
   std::unordered_map<long long, int> link_ids_;
   std::vector<std::int32_t> slot_;     // tag matching: endpoint posted first for each tensor
