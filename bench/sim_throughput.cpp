@@ -36,11 +36,11 @@
 #include <thread>
 #include <vector>
 
+#include "ppsim/record/observer.hpp"
+#include "ppsim/record/trace.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/sim/simulator.hpp"
-#include "ppsim/record/observer.hpp"
-#include "ppsim/record/trace.hpp"
 
 namespace {
 
@@ -165,12 +165,12 @@ nlohmann::json run_case(const Case& c, int reps) {
 
   Program program;
   {
-    const Program compute =
-        ppsim::schedules::generate(c.kind, c.chunks > 1 ? ScheduleParams{{"ranks", c.ranks},
-                                                                   {"microbatches", c.microbatches},
-                                                                   {"chunks", c.chunks}}
-                                                  : ScheduleParams{{"ranks", c.ranks},
-                                                                   {"microbatches", c.microbatches}});
+    const Program compute = ppsim::schedules::generate(
+        c.kind, c.chunks > 1
+                    ? ScheduleParams{{"ranks", c.ranks},
+                                     {"microbatches", c.microbatches},
+                                     {"chunks", c.chunks}}
+                    : ScheduleParams{{"ranks", c.ranks}, {"microbatches", c.microbatches}});
     program = ppsim::schedules::lower(compute, lowering_options());
   }
   trim_heap();

@@ -3,11 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "ppsim/record/observer.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/schedules/validation.hpp"
 #include "ppsim/sim/simulator.hpp"
-#include "ppsim/record/observer.hpp"
 
 namespace ppsim::test {
 

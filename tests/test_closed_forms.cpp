@@ -7,10 +7,8 @@ using namespace ppsim;
 using CommStyle = std::string_view;
 
 namespace {
-constexpr CommStyle kAllStyles[] = {"blocking", "async-send", "batched",
-                                    "async"};
-constexpr CommStyle kDeadlockFreeStyles[] = {"async-send", "batched",
-                                             "async"};
+constexpr CommStyle kAllStyles[] = {"blocking", "async-send", "batched", "async"};
+constexpr CommStyle kDeadlockFreeStyles[] = {"async-send", "batched", "async"};
 }  // namespace
 
 TEST_CASE("GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every comm style",
@@ -201,9 +199,7 @@ TEST_CASE("Transfers on one directed link run one after another", "[comm]") {
   o.network.boundary_bytes = 100;  // 1.5 per transfer
   record::Trace trace;
   record::TraceRecorder rec(trace);
-  const auto r = sim::simulate(
-      test::lowered("gpipe", 2, 6, 1, "async", -1),
-      o, &rec);
+  const auto r = sim::simulate(test::lowered("gpipe", 2, 6, 1, "async", -1), o, &rec);
   REQUIRE_FALSE(r.deadlock);
   double last_end = -1;
   int forward = 0;

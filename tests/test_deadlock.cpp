@@ -63,8 +63,7 @@ TEST_CASE(
 TEST_CASE("1F1B with one microbatch cannot deadlock even with blocking sends", "[deadlock]") {
   for (int P = 1; P <= 6; ++P)
     CHECK_FALSE(
-        sim::simulate(test::lowered("1f1b", P, 1, 1, "blocking"), test::uniform(P, 1, 2))
-            .deadlock);
+        sim::simulate(test::lowered("1f1b", P, 1, 1, "blocking"), test::uniform(P, 1, 2)).deadlock);
 }
 
 TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[deadlock]") {
@@ -99,9 +98,9 @@ TEST_CASE(
       CHECK(r.deadlock->cycles[0].size() == static_cast<std::size_t>(P));
       for (const auto& b : r.deadlock->cycles[0]) CHECK(b.peer == (b.rank + 1) % P);
     }
-    CHECK_FALSE(sim::simulate(test::lowered("interleaved-1f1b", 4, 8, 2, "async"),
-                              test::uniform(8, 1, 2))
-                    .deadlock);
+    CHECK_FALSE(
+        sim::simulate(test::lowered("interleaved-1f1b", 4, 8, 2, "async"), test::uniform(8, 1, 2))
+            .deadlock);
   }
 }
 
@@ -221,8 +220,7 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
     CommStyle style;
   };
   std::vector<Case> cases;
-  for (CommStyle s :
-       {"blocking", "async-send", "batched", "async"}) {
+  for (CommStyle s : {"blocking", "async-send", "batched", "async"}) {
     for (int P : {2, 3, 5}) {
       for (int M : {1, 3, 7}) {
         cases.push_back({"1f1b", P, M, 1, s});

@@ -127,8 +127,8 @@ TEST_CASE(
         for (const auto& op : p.ops(r))
           sem.for_each_part(r, op, [&](const schedules::Op& part) {
             CHECK(p.rank_of(part.stage) == r);
-            const std::size_t c = static_cast<std::size_t>(part.stage * p.microbatches() +
-                                                           part.microbatch);
+            const std::size_t c =
+                static_cast<std::size_t>(part.stage * p.microbatches() + part.microbatch);
             ++(part.kind == OpKind::F   ? f
                : part.kind == OpKind::B ? b
                : part.kind == OpKind::I ? i

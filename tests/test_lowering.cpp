@@ -52,8 +52,7 @@ TEST_CASE(
   CHECK(test::rank_line(p0, 1) ==
         "1RECV_F0#0,WAIT(0),1F0,1RECV_F1#1,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
         "3)");
-  const auto pa =
-      test::lowered("gpipe", 2, 2, 1, "async", -1);
+  const auto pa = test::lowered("gpipe", 2, 2, 1, "async", -1);
   CHECK(test::rank_line(pa, 0) ==
         "0RECV_B0#0,0RECV_B1#1,0F0,0SEND_F0#2,0F1,0SEND_F1#3,WAIT(0;2),0B0,WAIT(1;3),0B1");
 }
@@ -62,19 +61,20 @@ TEST_CASE("Every lowered program validates clean and keeps the generator's compu
           "[lowering]") {
   for (const auto& lowering : test::all_lowerings()) {
     for (const auto& g : schedules::Registry::instance().all()) {
-     for (const auto& params : g.test_params) {
-      const int P = params.ranks();
-      const auto compute = schedules::generate(g.name, params);
-      const auto p = schedules::lower(compute, lowering);
-      INFO(g.name << " P=" << P << " M=" << params.microbatches() << " " << test::describe(lowering));
-      CHECK(schedules::validate(p).empty());
-      for (int r = 0; r < P; ++r) {
-        std::vector<schedules::Op> kept;
-        for (const auto& op : p.ops(r))
-          if (schedules::is_compute(op.kind)) kept.push_back(op);
-        CHECK(kept == compute.ops(r));
+      for (const auto& params : g.test_params) {
+        const int P = params.ranks();
+        const auto compute = schedules::generate(g.name, params);
+        const auto p = schedules::lower(compute, lowering);
+        INFO(g.name << " P=" << P << " M=" << params.microbatches() << " "
+                    << test::describe(lowering));
+        CHECK(schedules::validate(p).empty());
+        for (int r = 0; r < P; ++r) {
+          std::vector<schedules::Op> kept;
+          for (const auto& op : p.ops(r))
+            if (schedules::is_compute(op.kind)) kept.push_back(op);
+          CHECK(kept == compute.ops(r));
+        }
       }
-     }
     }
   }
 }

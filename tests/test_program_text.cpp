@@ -21,8 +21,8 @@ using ppsim::schedules::OpKind;
 using ppsim::schedules::ParseError;
 using ppsim::schedules::PlacementKind;
 using ppsim::schedules::Program;
-using ppsim::schedules::StagePlace;
 using ppsim::schedules::Semantics;
+using ppsim::schedules::StagePlace;
 using ppsim::schedules::TensorId;
 
 namespace {
@@ -46,7 +46,8 @@ std::vector<LoweredCase> lowered_cases() {
   for (const auto& s : ppsim::test::all_lowerings()) {
     for (const char* kind : {"gpipe", "1f1b"})
       for (int P : {1, 2, 4})
-        for (int M : {1, 3, 6}) cases.push_back({kind, P, M, 1, s.style, static_cast<int>(s.params.get("prefetch", 1))});
+        for (int M : {1, 3, 6})
+          cases.push_back({kind, P, M, 1, s.style, static_cast<int>(s.params.get("prefetch", 1))});
     for (int P : {3, 4})
       for (int V : {2, 3})
         for (int M : {P, 2 * P})
@@ -355,7 +356,8 @@ TEST_CASE("tensor_of: SEND_B(s+1,m) and RECV_B(s,m) carry the gradient stage s+1
       CHECK(send == TensorId{true, s + 1, m});
       // The gradient across a boundary is a different tensor from the activation across it.
       CHECK_FALSE(send == sem.tensor_of(Op::comm(OpKind::SEND_F, s, m)));
-      CHECK(sem.tensor_index(send) != sem.tensor_index(sem.tensor_of(Op::comm(OpKind::SEND_F, s + 1, m))));
+      CHECK(sem.tensor_index(send) !=
+            sem.tensor_index(sem.tensor_of(Op::comm(OpKind::SEND_F, s + 1, m))));
     }
 }
 

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "ppsim/config/config.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/semantics.hpp"
-#include "ppsim/config/config.hpp"
 #include "ppsim/schedules/validation.hpp"
 #include "ppsim/sim/analysis.hpp"
 
@@ -75,9 +75,10 @@ TEST_CASE("Routes: a stage twice, a stage out of range, or a missing route is re
   CHECK_THROWS_AS(Routes(3, {}), schedules::ParameterError);
 }
 
-TEST_CASE("A hand-written bidirectional 2-rank program validates and simulates; each direction's "
-          "tensors cross the way its route says",
-          "[routes]") {
+TEST_CASE(
+    "A hand-written bidirectional 2-rank program validates and simulates; each direction's "
+    "tensors cross the way its route says",
+    "[routes]") {
   const Program p = Program::parse(kTwoWayAsync, two_way_routes());
   REQUIRE(p.stages() == 4);
   CHECK(p.rank_of(3) == 0);
@@ -125,10 +126,11 @@ TEST_CASE("The blocking bidirectional program deadlocks: each rank sends first, 
   CHECK(c[1].peer == 0);
 }
 
-TEST_CASE("A generated bidirectional 4-rank program lowers with every comm style to clean "
-          "programs; under async it runs and moves 2(P-1) tensors per microbatch, each the way "
-          "its route goes",
-          "[routes][lowering]") {
+TEST_CASE(
+    "A generated bidirectional 4-rank program lowers with every comm style to clean "
+    "programs; under async it runs and moves 2(P-1) tensors per microbatch, each the way "
+    "its route goes",
+    "[routes][lowering]") {
   for (int P : {2, 4}) {
     const int M = 4;
     const Program compute = bidirectional(P, M);
@@ -156,22 +158,25 @@ TEST_CASE("A generated bidirectional 4-rank program lowers with every comm style
   }
 }
 
-TEST_CASE("A custom config with routes: schedule.routes is read, checked and used", "[routes][config]") {
+TEST_CASE("A custom config with routes: schedule.routes is read, checked and used",
+          "[routes][config]") {
   nlohmann::json j = {
       {"schedule",
        {{"kind", "custom"},
-        {"ops", {"0F0,0SEND_F0#0,3RECV_F1#1,WAIT(1),3F1,3B1,3SEND_B1#2,0RECV_B0#3,WAIT(0;2;3),0B0",
-                 "2F1,2SEND_F1#0,1RECV_F0#1,WAIT(1),1F0,1B0,1SEND_B0#2,2RECV_B1#3,WAIT(0;2;3),2B1"}},
+        {"ops",
+         {"0F0,0SEND_F0#0,3RECV_F1#1,WAIT(1),3F1,3B1,3SEND_B1#2,0RECV_B0#3,WAIT(0;2;3),0B0",
+          "2F1,2SEND_F1#0,1RECV_F0#1,WAIT(1),1F0,1B0,1SEND_B0#2,2RECV_B1#3,WAIT(0;2;3),2B1"}},
         {"routes",
-         {{{"stages", {0, 1}}, {"microbatches", {0}}}, {{"stages", {2, 3}}, {"microbatches", {1}}}}}}}};
+         {{{"stages", {0, 1}}, {"microbatches", {0}}},
+          {{"stages", {2, 3}}, {"microbatches", {1}}}}}}}};
   const auto rec = sim::analyze(config::parse_config(j, "two-way.json"));
   CHECK(rec.ok());
   // A microbatch on two routes, and a route through a stage twice, name the key.
   auto bad = j;
   bad["schedule"]["routes"][1]["microbatches"] = {0};
-  CHECK_THROWS_WITH(config::parse_config(bad, "x.json"),
-                    Catch::Contains("schedule.routes[1].microbatches") &&
-                        Catch::Contains("already on route 0"));
+  CHECK_THROWS_WITH(
+      config::parse_config(bad, "x.json"),
+      Catch::Contains("schedule.routes[1].microbatches") && Catch::Contains("already on route 0"));
   bad = j;
   bad["schedule"]["routes"][0]["stages"] = {0, 0};
   CHECK_THROWS_WITH(config::parse_config(bad, "x.json"),

@@ -62,18 +62,23 @@ TEST_CASE("compute_metrics(trace) equals the engine's accumulators on every bund
   CHECK(configs >= 6);
 }
 
-TEST_CASE("compute_metrics(trace) equals the engine's accumulators on random programs "
-          "(random schedules, styles, costs, networks, memory; ops swapped or dropped)",
-          "[run_record][property]") {
+TEST_CASE(
+    "compute_metrics(trace) equals the engine's accumulators on random programs "
+    "(random schedules, styles, costs, networks, memory; ops swapped or dropped)",
+    "[run_record][property]") {
   std::mt19937 rng(5);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto real = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto real = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
   const auto& generators = schedules::Registry::instance().all();
   const auto& lowerings = test::all_lowerings();
   int run = 0, deadlocked = 0;
   while (run < 300) {
-    const auto& g = generators[static_cast<std::size_t>(pick(0, static_cast<int>(generators.size()) - 1))];
-    const auto& params = g.test_params[static_cast<std::size_t>(pick(0, static_cast<int>(g.test_params.size()) - 1))];
+    const auto& g =
+        generators[static_cast<std::size_t>(pick(0, static_cast<int>(generators.size()) - 1))];
+    const auto& params = g.test_params[static_cast<std::size_t>(
+        pick(0, static_cast<int>(g.test_params.size()) - 1))];
     schedules::Program p = schedules::lower(
         schedules::generate(g.name, params),
         lowerings[static_cast<std::size_t>(pick(0, static_cast<int>(lowerings.size()) - 1))]);
@@ -176,9 +181,10 @@ TEST_CASE("Observers: several sinks at once see every event, in the contract's o
   CHECK(none.get() == nullptr);  // producers keep their fast path
 }
 
-TEST_CASE("TraceRecorder under a concurrent producer: one thread per rank, no locks, every "
-          "event kept in per-rank order",
-          "[run_record][observer][threads]") {
+TEST_CASE(
+    "TraceRecorder under a concurrent producer: one thread per rank, no locks, every "
+    "event kept in per-rank order",
+    "[run_record][observer][threads]") {
   constexpr int kRanks = 8, kEvents = 2000;
   record::Trace trace;
   record::TraceRecorder recorder(trace);
@@ -204,9 +210,10 @@ TEST_CASE("TraceRecorder under a concurrent producer: one thread per rank, no lo
   }
 }
 
-TEST_CASE("One tie rule: transfers ready at the same instant on one link go in the sender's "
-          "post order",
-          "[sim][links]") {
+TEST_CASE(
+    "One tie rule: transfers ready at the same instant on one link go in the sender's "
+    "post order",
+    "[sim][links]") {
   // Rank 0 posts microbatch 1's send before microbatch 0's; rank 1 posted both receives earlier,
   // in the other order. Both transfers become ready at t = 2 on link 0 -> 1: the one rank 0
   // posted first (microbatch 1) goes first.
@@ -228,9 +235,10 @@ TEST_CASE("One tie rule: transfers ready at the same instant on one link go in t
   CHECK(forward[1] == std::pair<double, int>{3.0, 0});
 }
 
-TEST_CASE("Tie rule: two receives posted at one instant in the reverse of the sender's post "
-          "order still get their transfers in the sender's post order",
-          "[sim][links]") {
+TEST_CASE(
+    "Tie rule: two receives posted at one instant in the reverse of the sender's post "
+    "order still get their transfers in the sender's post order",
+    "[sim][links]") {
   // Microbatches 0 and 2 run stages 0 (rank 0) -> 1 (rank 1); microbatch 1 runs stages 2 (rank 1)
   // -> 3 (rank 0). Rank 0 posts its sends of microbatch 2 then 0 at t = 2; rank 1 is busy in 2F1
   // until t = 5 and then posts the receives for 0 then 2. Both transfers are ready at t = 5:

@@ -408,8 +408,7 @@ TEST_CASE("validate: every generated + lowered program (all comm styles) has zer
   int programs = 0;
   for (const auto& s : ppsim::test::all_lowerings()) {
     auto check = [&](const std::string& kind, int P, int M, int V) {
-      INFO(kind << " P=" << P << " M=" << M << " V=" << V
-                << " style=" << ppsim::test::describe(s));
+      INFO(kind << " P=" << P << " M=" << M << " V=" << V << " style=" << ppsim::test::describe(s));
       const Program p = ppsim::test::lowered(kind, P, M, V, s.style,
                                              static_cast<int>(s.params.get("prefetch", 1)));
       const auto ds = validate(p);
@@ -433,15 +432,14 @@ TEST_CASE(
     "validate: deleting any single op of a lowered program produces a diagnostic "
     "(every op is needed)",
     "[validation]") {
-  for (CommStyle style :
-       {"blocking", "async-send", "batched", "async"}) {
+  for (CommStyle style : {"blocking", "async-send", "batched", "async"}) {
     const Program full = ppsim::test::lowered("1f1b", 3, 3, 1, style, 1);
     for (int r = 0; r < full.ranks(); ++r) {
       for (std::size_t i = 0; i < full.ops(r).size(); ++i) {
         Program cut = full;
         cut.ops(r).erase(cut.ops(r).begin() + static_cast<std::ptrdiff_t>(i));
-        INFO("style " << style << ", rank " << r << " without op " << i
-                      << " (" << full.op_text(r, full.ops(r)[i]) << ")");
+        INFO("style " << style << ", rank " << r << " without op " << i << " ("
+                      << full.op_text(r, full.ops(r)[i]) << ")");
         CHECK_FALSE(validate(cut).empty());
       }
     }

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "param_reader.hpp"
 #include "ppsim/config/reader.hpp"
 #include "ppsim/config/section.hpp"
 #include "ppsim/schedules/error.hpp"
@@ -115,9 +116,7 @@ void apply_override(json& config, const std::string& assignment) {
   *node = value;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 Reader::Reader(const json& j, std::string source, std::string prefix)
     : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
@@ -162,8 +161,8 @@ std::optional<double> Reader::opt_number(const std::string& k) {
 std::int64_t Reader::bytes(const std::string& k, std::int64_t def) {
   const json* v = get(k);
   if (!v) return def;
-  if (!v->is_number() || v->get<double>() < 0 ||
-      std::floor(v->get<double>()) != v->get<double>() || v->get<double>() > 9.0e18)
+  if (!v->is_number() || v->get<double>() < 0 || std::floor(v->get<double>()) != v->get<double>() ||
+      v->get<double>() > 9.0e18)
     fail(k, fmt::format("expected a whole number of bytes >= 0, got {}", describe(*v)));
   return v->is_number_integer() ? v->get<std::int64_t>()
                                 : static_cast<std::int64_t>(v->get<double>());
@@ -286,20 +285,7 @@ Config parse_config(const json& j, const std::string& source) {
     c.network.matching =
         r.one_of("matching", "tag", {"tag", "fifo"}) == "tag" ? Matching::tag : Matching::fifo;
     // The chosen style's own parameters, as it declares them.
-    for (const auto& spec : styles.find(c.lowering.style)->params) {
-      const json* v = r.get(spec.name);
-      if (!v) continue;
-      if (!spec.keyword.empty() && v->is_string() && v->get<std::string>() == spec.keyword)
-        c.lowering.params.set(spec.name, spec.keyword_value);
-      else if (v->is_number_integer() && v->get<long long>() >= spec.min &&
-               v->get<long long>() <= spec.max)
-        c.lowering.params.set(spec.name, v->get<long long>());
-      else
-        r.fail(spec.name,
-               fmt::format("expected an integer in [{}, {}]{}, got {}", spec.min, spec.max,
-                           spec.keyword.empty() ? "" : fmt::format(" or \"{}\"", spec.keyword),
-                           Reader::describe(*v)));
-    }
+    read_params(r, styles.find(c.lowering.style)->params, c.lowering.style, c.lowering.params);
     r.reject_unknown([&](const std::string& key) -> std::string {
       std::vector<std::string> users;
       for (const auto& st : styles.all())
@@ -310,9 +296,9 @@ Config parse_config(const json& j, const std::string& source) {
     });
   }
   // Defaults of the style's parameters, so reports and sweeps see the values in force.
-  c.lowering.params = schedules::resolve(
-      schedules::LoweringRegistry::instance().find(c.lowering.style)->params, c.lowering.params,
-      c.lowering.style);
+  c.lowering.params =
+      schedules::resolve(schedules::LoweringRegistry::instance().find(c.lowering.style)->params,
+                         c.lowering.params, c.lowering.style);
 
   if (const json* mem = top.get("memory")) {
     Reader r(*mem, source, "memory.");

@@ -47,8 +47,7 @@ StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
 Prepared prepare(const Config& c) {
   Prepared run;
   run.config = c;
-  auto program =
-      std::make_shared<const schedules::Program>(c.program->build(c.lowering, c.source));
+  auto program = std::make_shared<const schedules::Program>(c.program->build(c.lowering, c.source));
   run.program = program;
   const int S = program->stages();
   for (const auto& [stage, spec] : c.stage_costs) {

@@ -24,17 +24,16 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
     throw ConfigError(base.source, "schedule.kind",
                       fmt::format("a {} schedule cannot be swept", base.kind));
   const auto& sched = base.raw.at("schedule");
-  const int v0 = sched.contains("chunks") ? sched["chunks"].get<int>()
-                 : takes_chunks(base.kind)
-                     ? static_cast<int>(schedules::find_param(
-                                            schedules::Registry::instance().find(base.kind)->params,
-                                            "chunks")
-                                            ->default_value)
-                     : 1;
+  const int v0 =
+      sched.contains("chunks") ? sched["chunks"].get<int>()
+      : takes_chunks(base.kind)
+          ? static_cast<int>(schedules::find_param(
+                                 schedules::Registry::instance().find(base.kind)->params, "chunks")
+                                 ->default_value)
+          : 1;
   const auto kinds = axes.kinds.empty() ? std::vector<std::string>{base.kind} : axes.kinds;
-  const auto ms = axes.microbatches.empty()
-                      ? std::vector<int>{sched.at("microbatches").get<int>()}
-                      : axes.microbatches;
+  const auto ms = axes.microbatches.empty() ? std::vector<int>{sched.at("microbatches").get<int>()}
+                                            : axes.microbatches;
   std::vector<Config> out;
   for (const auto& kind : kinds) {
     const bool chunked = takes_chunks(kind);

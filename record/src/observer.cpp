@@ -42,8 +42,9 @@ void TraceRecorder::on_blocked(int rank, int pos, double start, double end) {
   });
 }
 void TraceRecorder::on_post(int rank, int pos, double time) {
-  add(rank,
-      [&](auto& spans, auto&, auto&) { spans.push_back({rank, pos, SpanKind::post, time, time}); });
+  add(rank, [&](auto& spans, auto&, auto&) {
+    spans.push_back({rank, pos, SpanKind::post, time, time});
+  });
 }
 void TraceRecorder::on_transfer(const TransferEvent& t) {
   add(t.dst_rank, [&](auto&, auto& transfers, auto&) { transfers.push_back(t); });

@@ -53,17 +53,17 @@ void RankLowering::wait(std::vector<std::int32_t>& ids) {
 Program lower(const Program& compute, const LoweringOptions& options) {
   const LoweringStyle* style = LoweringRegistry::instance().find(options.style);
   if (!style)
-    throw ParameterError("style", fmt::format("unknown comm style '{}'; known styles: {}",
-                                              options.style,
-                                              fmt::join(LoweringRegistry::instance().names(), ", ")));
+    throw ParameterError("style",
+                         fmt::format("unknown comm style '{}'; known styles: {}", options.style,
+                                     fmt::join(LoweringRegistry::instance().names(), ", ")));
   const Params params = resolve(style->params, options.params, style->name);
   Program out(compute.microbatches(), compute.placement(), compute.routes());
   for (int r = 0; r < compute.ranks(); ++r) {
     for (const Op& op : compute.ops(r)) {
       if (!is_compute(op.kind))
-        throw ParameterError(
-            "kind", fmt::format("lowering expects compute ops only, found {} on rank {}",
-                                compute.op_text(r, op), r));
+        throw ParameterError("kind",
+                             fmt::format("lowering expects compute ops only, found {} on rank {}",
+                                         compute.op_text(r, op), r));
     }
     out.reserve(r, compute.ops(r).size() * 4);
     RankLowering l(compute, out, r, params);

@@ -17,15 +17,15 @@ Params resolve(const std::vector<ParamSpec>& specs, const Params& given, std::st
     if (find_param(specs, name)) continue;
     std::vector<std::string> known;
     for (const auto& s : specs) known.push_back(s.name);
-    throw ParameterError(name, fmt::format("{} does not take '{}'; its parameters: {}", owner,
-                                           name, fmt::join(known, ", ")));
+    throw ParameterError(name, fmt::format("{} does not take '{}'; its parameters: {}", owner, name,
+                                           fmt::join(known, ", ")));
   }
   Params out;
   for (const auto& s : specs) {
     if (!given.has(s.name)) {
       if (s.required)
-        throw ParameterError(s.name, fmt::format("{} needs '{}' ({})", owner, s.name,
-                                                 s.description));
+        throw ParameterError(s.name,
+                             fmt::format("{} needs '{}' ({})", owner, s.name, s.description));
       out.set(s.name, s.default_value);
       continue;
     }

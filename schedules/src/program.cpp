@@ -255,8 +255,11 @@ Program Program::parse(std::string_view text, Routes routes) {
   auto sight = [&](int pass, std::size_t r, const Op& op) {
     max_mb = std::max(max_mb, op.microbatch);
     const int stage = op.stage;
-    max_stage = std::max(
-        max_stage, stage + (op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B ? 1 : 0));
+    // Without routes the stages form one pipeline, so a SEND_F or RECV_B names the stage after it
+    // too; with routes, the routes say how many stages there are.
+    const bool names_next =
+        routes.stages() == 0 && (op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B);
+    max_stage = std::max(max_stage, stage + (names_next ? 1 : 0));
     if (pass == 0 && !is_compute(op.kind)) return;
     if (pass == 1 && owner.count(stage)) return;
     auto [it, inserted] =
@@ -280,6 +283,13 @@ Program Program::parse(std::string_view text, Routes routes) {
       }
     }
   }
+  if (routes.stages() != 0) {
+    if (max_stage >= routes.stages())
+      throw ParseError(1, 1,
+                       fmt::format("the ops name stage {}, but the routes are over stages 0..{}",
+                                   max_stage, routes.stages() - 1));
+    max_stage = routes.stages() - 1;
+  }
   std::vector<StagePlace> placement(static_cast<std::size_t>(max_stage + 1));
   std::vector<int> chunk_count(lines.size(), 0);
   for (int s = 0; s <= max_stage; ++s) {
@@ -291,10 +301,6 @@ Program Program::parse(std::string_view text, Routes routes) {
     placement[static_cast<std::size_t>(s)] = {r, chunk_count[static_cast<std::size_t>(r)]++};
   }
   // A rank that owns no stage still needs to exist in the program.
-  if (routes.stages() != 0 && routes.stages() != max_stage + 1)
-    throw ParseError(1, 1,
-                     fmt::format("the routes are over {} stages, but the ops place {} stages",
-                                 routes.stages(), max_stage + 1));
   Program program(max_mb + 1, std::move(placement), std::move(routes));
   if (program.ranks() < static_cast<int>(lines.size())) {
     program.ops_.resize(lines.size());

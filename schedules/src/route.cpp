@@ -17,7 +17,10 @@ Routes Routes::linear(int stages) {
 
 Routes::Routes(int stages, std::vector<std::vector<std::int32_t>> paths,
                std::vector<std::int32_t> route_of_microbatch)
-    : stages_(stages), linear_(false), paths_(std::move(paths)), of_mb_(std::move(route_of_microbatch)) {
+    : stages_(stages),
+      linear_(false),
+      paths_(std::move(paths)),
+      of_mb_(std::move(route_of_microbatch)) {
   if (paths_.empty()) throw ParameterError("routes", "expected at least one route");
   const std::size_t S = static_cast<std::size_t>(stages);
   next_.assign(paths_.size() * S, kOffRoute);
@@ -28,11 +31,10 @@ Routes::Routes(int stages, std::vector<std::vector<std::int32_t>> paths,
     for (std::size_t i = 0; i < path.size(); ++i) {
       const std::int32_t s = path[i];
       if (s < 0 || s >= stages)
-        throw ParameterError("routes", fmt::format("route {} names stage {}, outside [0, {})", k,
-                                                   s, stages));
-      if (next_[k * S + static_cast<std::size_t>(s)] != kOffRoute)
         throw ParameterError("routes",
-                             fmt::format("route {} passes through stage {} twice", k, s));
+                             fmt::format("route {} names stage {}, outside [0, {})", k, s, stages));
+      if (next_[k * S + static_cast<std::size_t>(s)] != kOffRoute)
+        throw ParameterError("routes", fmt::format("route {} passes through stage {} twice", k, s));
       next_[k * S + static_cast<std::size_t>(s)] = i + 1 < path.size() ? path[i + 1] : kNone;
       prev_[k * S + static_cast<std::size_t>(s)] = i > 0 ? path[i - 1] : kNone;
     }

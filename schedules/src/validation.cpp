@@ -144,8 +144,7 @@ class Validator {
         if (c.f == 0) report("order", r, pos, fmt::format("runs before {}F{}", s, m), true);
         if (local >= 0 && counts_[cell(local, m)].b + counts_[cell(local, m)].i == 0)
           report("order", r, pos,
-                 fmt::format("runs before the backward of stage {} on the same rank", local),
-                 true);
+                 fmt::format("runs before the backward of stage {} on the same rank", local), true);
         if (recv) check_input(r, pos, tensor_index(*recv), "its output gradient");
         // The backward frees the forward's output buffer: its send must be complete.
         if (const auto sent = sem_.freed_send(op)) {
@@ -288,8 +287,7 @@ class Validator {
           const std::string tensor =
               backward ? fmt::format("gradient {}->{} of microbatch {}", n, s, m)
                        : fmt::format("activation {}->{} of microbatch {}", s, n, m);
-          const int sender = p_.rank_of(backward ? n : s),
-                    receiver = p_.rank_of(backward ? s : n);
+          const int sender = p_.rank_of(backward ? n : s), receiver = p_.rank_of(backward ? s : n);
           report(sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
                  sent ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
                       : fmt::format("receives the {} but rank {} never sends it", tensor, sender),

@@ -81,8 +81,7 @@ void write_chrome_trace(std::ostream& out, const record::Trace& trace,
     const std::string text = escape(program.op_text(s.rank, op));
     if (s.kind == record::SpanKind::compute) {
       // A composite's args describe its first part; its name lists them all.
-      const auto& head =
-          schedules::is_composite(op.kind) ? program.parts(s.rank, op).front() : op;
+      const auto& head = schedules::is_composite(op.kind) ? program.parts(s.rank, op).front() : op;
       w.event(fmt::format(
           R"("ph":"X","name":"{}","cat":"compute","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"kind":"{}","stage":{},"microbatch":{},"chunk":{},"position":{}}})",
           text, s.rank, kComputeTid, s.start * k, (s.end - s.start) * k,

@@ -39,8 +39,8 @@ class CustomSpec : public ProgramSpec {
 
 std::vector<std::int32_t> int_list(Reader& r, const std::string& key, const nlohmann::json& v) {
   if (!v.is_array() || v.empty())
-    r.fail(key, fmt::format("expected a non-empty array of integers >= 0, got {}",
-                            Reader::describe(v)));
+    r.fail(key,
+           fmt::format("expected a non-empty array of integers >= 0, got {}", Reader::describe(v)));
   std::vector<std::int32_t> out;
   for (const auto& x : v) {
     if (!x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() > 1'000'000'000)
@@ -66,7 +66,8 @@ schedules::Routes read_routes(Reader& s, const nlohmann::json& v) {
     paths.push_back(int_list(one, "stages", *st));
     for (auto x : paths.back()) stages = std::max(stages, x + 1);
     for (std::int32_t m : int_list(one, "microbatches", *mb)) {
-      if (static_cast<std::size_t>(m) >= of_mb.size()) of_mb.resize(static_cast<std::size_t>(m) + 1, -1);
+      if (static_cast<std::size_t>(m) >= of_mb.size())
+        of_mb.resize(static_cast<std::size_t>(m) + 1, -1);
       if (of_mb[static_cast<std::size_t>(m)] >= 0)
         one.fail("microbatches", fmt::format("microbatch {} is already on route {}", m,
                                              of_mb[static_cast<std::size_t>(m)]));
@@ -75,8 +76,7 @@ schedules::Routes read_routes(Reader& s, const nlohmann::json& v) {
     one.reject_unknown();
   }
   for (std::size_t m = 0; m < of_mb.size(); ++m)
-    if (of_mb[m] < 0)
-      s.fail("routes", fmt::format("microbatch {} is on no route", m));
+    if (of_mb[m] < 0) s.fail("routes", fmt::format("microbatch {} is on no route", m));
   try {
     return schedules::Routes(stages, std::move(paths), std::move(of_mb));
   } catch (const schedules::ParameterError& e) {
@@ -87,7 +87,8 @@ schedules::Routes read_routes(Reader& s, const nlohmann::json& v) {
 std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
   const nlohmann::json* ops = s.get("ops");
   if (!ops || !(ops->is_array() || ops->is_string()))
-    s.fail("ops", "kind \"custom\" needs ops: an array with one op string per rank (\"0F0,0F1,...\")");
+    s.fail("ops",
+           "kind \"custom\" needs ops: an array with one op string per rank (\"0F0,0F1,...\")");
   std::vector<std::string> lines;
   if (ops->is_string()) {
     std::istringstream in(ops->get<std::string>());

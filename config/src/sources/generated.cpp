@@ -2,6 +2,7 @@
 // section, then the program is lowered with comm.style.
 #include <fmt/format.h>
 
+#include "../param_reader.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
@@ -41,27 +42,7 @@ class GeneratedSpec : public ProgramSpec {
 std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string& kind) {
   const schedules::Generator* g = schedules::Registry::instance().find(kind);
   schedules::ScheduleParams params;
-  for (const auto& spec : g->params) {
-    const nlohmann::json* v = s.get(spec.name);
-    if (!v) {
-      if (spec.required)
-        s.fail(spec.name, fmt::format("is required: expected an integer >= {} ({})", spec.min,
-                                      spec.description));
-      continue;
-    }
-    if (!spec.keyword.empty() && v->is_string() && v->get<std::string>() == spec.keyword) {
-      params.set(spec.name, spec.keyword_value);
-      continue;
-    }
-    if (!v->is_number_integer() || v->get<long long>() < spec.min ||
-        v->get<long long>() > spec.max)
-      s.fail(spec.name, spec.min == spec.max
-                            ? fmt::format("{} takes only {}, got {}", g->name, spec.min,
-                                          Reader::describe(*v))
-                            : fmt::format("expected an integer >= {}, got {}", spec.min,
-                                          Reader::describe(*v)));
-    params.set(spec.name, v->get<long long>());
-  }
+  read_params(s, g->params, g->name, params);
   s.reject_unknown([&](const std::string& key) -> std::string {
     std::vector<std::string> users;
     for (const auto& other : schedules::Registry::instance().all())
@@ -76,11 +57,10 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string& kind) {
 }  // namespace
 
 void register_generated(SourceRegistry& registry) {
-  registry.add({"generated", "a registered schedule generator (ppsim list), lowered by comm.style",
-                [](std::string_view kind) {
-                  return schedules::Registry::instance().find(kind) != nullptr;
-                },
-                read});
+  registry.add(
+      {"generated", "a registered schedule generator (ppsim list), lowered by comm.style",
+       [](std::string_view kind) { return schedules::Registry::instance().find(kind) != nullptr; },
+       read});
 }
 
 }  // namespace ppsim::config::sources

@@ -30,7 +30,8 @@ std::vector<Slot> schedule_table(int M, int V, int group) {
 
 Program build(const ScheduleParams& p) {
   const int P = p.ranks(), M = p.microbatches(), V = p.chunks();
-  const int group = p.integer("microbatch_group_size") == 0 ? P : p.integer("microbatch_group_size");
+  const int group =
+      p.integer("microbatch_group_size") == 0 ? P : p.integer("microbatch_group_size");
   // The combinations Megatron-LM rejects, with its reasons.
   if (V < 2)
     throw ParameterError("chunks", fmt::format("interleaved-1f1b needs chunks >= 2 (got {}); "
@@ -86,8 +87,7 @@ void register_interleaved_1f1b(Registry& registry) {
        {"Interleaved1F1B", "interleaved"},
        "Megatron virtual pipeline: V chunks per rank (stage s on rank s mod P), "
        "warm-up 2(P-r-1) + (V-1)*group forwards",
-       {ranks_param("pipeline ranks P > 2"),
-        microbatches_param("M >= microbatch_group_size"),
+       {ranks_param("pipeline ranks P > 2"), microbatches_param("M >= microbatch_group_size"),
         ParamSpec("chunks", "virtual chunks per rank V >= 2").with_default(2).range(1),
         ParamSpec("microbatch_group_size",
                   "microbatches per chunk before moving on (default P, >= P)")

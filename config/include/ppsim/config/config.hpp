@@ -22,7 +22,7 @@ struct Config {
   std::string source;  // where it came from, for messages
   std::string name;
   std::string time_unit = "ms";
-  std::string kind;                           // schedule.kind as written
+  std::string kind;                            // schedule.kind as written
   std::shared_ptr<const ProgramSpec> program;  // what the source of that kind read
   schedules::LoweringOptions lowering;
   CostSpec costs;

@@ -39,7 +39,8 @@ class Reader {
   bool boolean(const std::string& k, bool def);
   std::string one_of(const std::string& k, std::string def,
                      std::initializer_list<std::string_view> allowed);
-  std::string one_of(const std::string& k, std::string def, const std::vector<std::string>& allowed);
+  std::string one_of(const std::string& k, std::string def,
+                     const std::vector<std::string>& allowed);
 
   // Call last: every key not read is a typo or a feature we do not have. `hint(key)` may explain
   // a key that belongs elsewhere (e.g. a parameter of another schedule).

@@ -29,7 +29,7 @@ enum class VerdictKind { ok, errors, deadlock, hang, invalid };
 
 struct Verdict {
   VerdictKind kind = VerdictKind::ok;
-  std::size_t count = 0;  // errors, cycles, unmatched ops or invalid diagnostics
+  std::size_t count = 0;     // errors, cycles, unmatched ops or invalid diagnostics
   std::string text() const;  // "ok", "DEADLOCK (1 cycle)", "HANG (2 unmatched)", ...
 };
 

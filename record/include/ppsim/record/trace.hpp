@@ -43,7 +43,7 @@ struct RankTimeline {
   double start = 0;  // when it issued its first op (0 for a rank without ops)
   double end = 0;    // when its last op ended, or when it blocked for good
   bool finished = true;
-  int stuck_pos = -1;  // the op it blocked in for good (finished == false)
+  int stuck_pos = -1;             // the op it blocked in for good (finished == false)
   std::int64_t static_bytes = 0;  // weights and optimizer state of the stages it holds
 };
 

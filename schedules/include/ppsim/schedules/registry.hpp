@@ -22,8 +22,7 @@ class NamedRegistry {
  public:
   void add(T item) {
     items_.push_back(std::move(item));
-    std::sort(items_.begin(), items_.end(),
-              [](const T& a, const T& b) { return a.name < b.name; });
+    std::sort(items_.begin(), items_.end(), [](const T& a, const T& b) { return a.name < b.name; });
   }
   // nullptr when unknown.
   const T* find(std::string_view name) const {

@@ -129,7 +129,8 @@ class Semantics {
     return output_send(Op::compute(OpKind::F, op.stage, op.microbatch));
   }
 
-  // Calls f(part) for each plain compute op a compute op stands for: itself, or a composite's parts.
+  // Calls f(part) for each plain compute op a compute op stands for: itself, or a composite's
+  // parts.
   template <typename Fn>
   void for_each_part(int rank, const Op& op, Fn&& f) const {
     if (!is_composite(op.kind)) {

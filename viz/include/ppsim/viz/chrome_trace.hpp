@@ -4,8 +4,8 @@
 #include <ostream>
 #include <string>
 
-#include "ppsim/schedules/program.hpp"
 #include "ppsim/record/trace.hpp"
+#include "ppsim/schedules/program.hpp"
 
 namespace ppsim::viz {
 

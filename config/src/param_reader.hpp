@@ -1,0 +1,39 @@
+#pragma once
+// Reads the parameters an extension declares (a generator's from `schedule`, a comm style's from
+// `comm`) out of a config section, with one wording for every mistake.
+#include <fmt/format.h>
+
+#include "ppsim/config/reader.hpp"
+#include "ppsim/schedules/params.hpp"
+
+namespace ppsim::config {
+
+inline void read_params(Reader& r, const std::vector<schedules::ParamSpec>& specs,
+                        const std::string& owner, schedules::Params& out) {
+  for (const auto& spec : specs) {
+    const nlohmann::json* v = r.get(spec.name);
+    if (!v) {
+      if (spec.required)
+        r.fail(spec.name, fmt::format("is required: expected an integer >= {} ({})", spec.min,
+                                      spec.description));
+      continue;
+    }
+    if (!spec.keyword.empty() && v->is_string() && v->get<std::string>() == spec.keyword) {
+      out.set(spec.name, spec.keyword_value);
+      continue;
+    }
+    if (v->is_number_integer() && v->get<long long>() >= spec.min &&
+        v->get<long long>() <= spec.max) {
+      out.set(spec.name, v->get<long long>());
+      continue;
+    }
+    std::string expected =
+        spec.min == spec.max ? fmt::format("{} ({} takes only {})", spec.min, owner, spec.min)
+        : spec.max >= 1'000'000'000 ? fmt::format("an integer >= {}", spec.min)
+                                    : fmt::format("an integer in [{}, {}]", spec.min, spec.max);
+    if (!spec.keyword.empty()) expected += fmt::format(" or \"{}\"", spec.keyword);
+    r.fail(spec.name, fmt::format("expected {}, got {}", expected, Reader::describe(*v)));
+  }
+}
+
+}  // namespace ppsim::config
