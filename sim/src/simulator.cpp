@@ -3,149 +3,38 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
-#include <deque>
 #include <limits>
 #include <unordered_map>
 
-#include <sys/mman.h>
-
 #include "deadlock.hpp"
+#include "engine/event_queue.hpp"
+#include "engine/hazards.hpp"
+#include "engine/matching.hpp"
+#include "engine/memory.hpp"
+#include "engine/network.hpp"
+#include "engine/state.hpp"
 #include "ppsim/schedules/semantics.hpp"
+
+// The orchestrator: issues each rank's ops in program order, wakes ranks, and calls the parts in
+// engine/ (event queue, network, matching, memory, hazards) for everything else.
 
 namespace ppsim::sim {
 
 namespace {
 
+using engine::assign_huge;
+using engine::Block;
+using engine::done_time;
+using engine::Endpoint;
+using engine::EventQueue;
+using engine::kNever;
+using engine::kNoEndpoint;
+using engine::RankState;
 using record::Observer;
 using schedules::Diagnostic;
 using schedules::Op;
 using schedules::OpKind;
 using schedules::Program;
-
-constexpr std::int32_t kNoEndpoint = -1;
-
-// Sizes `v` to n copies of `value`, asking the kernel for transparent huge pages before the memory
-// is first touched: with hundreds of ranks the engine walks as many streams through these arrays,
-// and 4 KiB pages make that TLB-bound (40% slower at P=256).
-template <typename T>
-void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
-  v.clear();
-  v.shrink_to_fit();
-  v.reserve(n);
-#ifdef MADV_HUGEPAGE
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(v.data());
-  std::uintptr_t end = begin + n * sizeof(T);
-  begin = (begin + kHuge - 1) & ~(kHuge - 1);
-  end &= ~(kHuge - 1);
-  if (end > begin)
-    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
-#endif
-  v.assign(n, value);
-}
-
-// One per comm op, filled when the op is posted. Ids are assigned up front (rank r's k-th comm op
-// is endpoint base[r] + k) so the array is allocated once. 32 bytes: tens of millions of these.
-// A transfer's end is known when its two sides match, so completions need no events of their own:
-// a rank that has to wait for one is woken at that time, and the others just compare times.
-struct Endpoint {
-  double at = std::numeric_limits<double>::infinity();  // send: transfer end; recv: data there
-  std::int32_t rank = 0;
-  std::int32_t pos = 0;
-  std::int32_t partner = kNoEndpoint;
-  std::int32_t link = 0;
-  // frees_when_sent: a gradient, or a forward output under deallocate_outputs.
-  std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, buffer_live : 1 = 0, eager : 1 = 0,
-                      frees_when_sent : 1 = 0;
-};
-
-struct Link {
-  double free_at = 0;
-  std::deque<std::int32_t> sends, recvs;  // fifo matching: posted, not yet matched
-};
-
-// Min-heap of rank wake-ups with four children per node: shallower than a binary heap, and a
-// node's children share a cache line. An event is one 128-bit integer: the bits of its
-// (non-negative) time, which order like the value, then a sequence number so equal times pop in
-// push order, then the rank.
-
-class EventQueue {
- public:
-  using Event = unsigned __int128;
-  bool empty() const { return h_.empty(); }
-  double top_time() const { return time_of(h_.front()); }
-  static double time_of(Event e) {
-    return std::bit_cast<double>(static_cast<std::uint64_t>(e >> 64));
-  }
-  static std::uint32_t code_of(Event e) { return static_cast<std::uint32_t>(e); }
-
-  void push(double time, std::uint32_t code) {
-    if (seq_ == 0xffffffffu) throw SimulationError("more than 4 billion events in one run");
-    const Event e = (static_cast<Event>(std::bit_cast<std::uint64_t>(time + 0.0)) << 64) |
-                    (static_cast<Event>(seq_++) << 32) | code;
-    std::size_t i = h_.size();
-    h_.push_back(e);
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / 4;
-      if (e >= h_[parent]) break;
-      h_[i] = h_[parent];
-      i = parent;
-    }
-    h_[i] = e;
-  }
-  Event pop() {
-    const Event top = h_.front();
-    const Event last = h_.back();
-    h_.pop_back();
-    const std::size_t n = h_.size();
-    std::size_t i = 0;
-    while (true) {
-      const std::size_t first = 4 * i + 1;
-      if (first >= n) break;
-      std::size_t best = first;
-      const std::size_t end = std::min(first + 4, n);
-      for (std::size_t c = first + 1; c < end; ++c)
-        if (h_[c] < h_[best]) best = c;
-      if (h_[best] >= last) break;
-      h_[i] = h_[best];
-      i = best;
-    }
-    if (n > 0) h_[i] = last;
-    return top;
-  }
-
- private:
-  std::vector<Event> h_;
-  std::uint32_t seq_ = 0;
-};
-
-// `waking`: its wake-up is queued (so later matches do not queue a second one).
-enum class Block : std::uint8_t { none, endpoint, wait, waking, done };
-
-struct RankState {
-  const Op* ops = nullptr;  // this rank's ops in the engine's contiguous copy
-  std::size_t n_ops = 0;
-  std::size_t pc = 0;
-  std::int32_t next_ep = 0;
-  std::int32_t ep_base = 0;
-  std::int32_t pending_end = -1;  // compute op whose end effects apply when the rank resumes
-  Block block = Block::none;
-  std::int32_t blocked_ep = kNoEndpoint;
-  double blocked_since = 0;
-  double start = -1, end = 0;
-  double busy = 0, exposed = 0;
-  std::int64_t memory = 0, peak_memory = 0;
-  std::int64_t sent = 0, recv = 0;
-  int inflight = 0, peak_inflight = 0;
-  // request id -> endpoint: a vector for the dense ids lowering makes, a map for the others
-  std::vector<std::int32_t> request_ep;
-  std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
-  std::int32_t dense_limit = 0;
-  std::vector<std::pair<int, int>> links;  // (peer, link id), negative peer = incoming
-  // Sent buffers that free themselves when their transfer ends: (time, endpoint), a min-heap.
-  std::vector<std::pair<double, std::int32_t>> releases;
-};
 
 class Engine {
  public:
@@ -156,14 +45,18 @@ class Engine {
         obs_(obs),
         S_(p.stages()),
         M_(p.microbatches()),
-        R_(p.ranks()) {}
+        R_(p.ranks()),
+        match_(p_, sem_, eps_),
+        mem_(eps_, obs),
+        hazards_(p_, sem_) {}
 
   SimResult run() {
     setup();
     if (obs_) obs_->on_begin(R_, /*concurrent=*/false);
     for (int r = 0; r < R_; ++r) wake(r, 0.0);
     while (true) {
-      if (!ready_.empty() && (queue_.empty() || queue_.top_time() > ready_time_)) start_ready();
+      if (net_.has_ready() && (queue_.empty() || queue_.top_time() > net_.ready_time()))
+        start_ready();
       if (queue_.empty()) break;
       const auto e = queue_.pop();
       resume(static_cast<int>(EventQueue::code_of(e)), EventQueue::time_of(e));
@@ -195,17 +88,12 @@ class Engine {
     if (o_.network.latency < 0 || o_.network.bandwidth < 0)
       throw SimulationError("latency and bandwidth must be >= 0");
     const std::size_t tensors = sem_.tensor_count();
-    assign_huge(slot_, tensors, kNoEndpoint);
+    match_.setup(o_.network.matching, tensors);
     assign_huge(recv_ep_, tensors, kNoEndpoint);
     assign_huge(send_f_ep_, tensors / 2, kNoEndpoint);  // forward tensors come first
-    assign_huge(inflight_, static_cast<std::size_t>(R_) * static_cast<std::size_t>(M_),
-                std::uint16_t{0});
+    mem_.setup(R_, M_, o_.network.boundary_bytes);
     ranks_.resize(static_cast<std::size_t>(R_));
-    xfer_time_ = o_.network.latency +
-                 (o_.network.bandwidth > 0
-                      ? static_cast<double>(o_.network.boundary_bytes) / o_.network.bandwidth
-                      : 0);
-    eager_ = o_.network.eager_limit > 0 && o_.network.boundary_bytes <= o_.network.eager_limit;
+    net_.setup(o_.network, R_);
 
     // All ranks' ops in one huge-page array: the engine hops between ranks at every event, and
     // per-rank vectors on 4 KiB pages cost a TLB miss per hop at P=256.
@@ -242,18 +130,7 @@ class Engine {
     if (peer < 0 || peer == r)
       throw SimulationError(
           fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
-    const int key = e.send ? peer : -peer - 1;
-    e.link = -1;
-    for (const auto& [k, l] : rs.links)
-      if (k == key) e.link = l;
-    if (e.link < 0) {
-      const long long pair =
-          e.send ? static_cast<long long>(r) * R_ + peer : static_cast<long long>(peer) * R_ + r;
-      auto [it, inserted] = link_ids_.emplace(pair, static_cast<int>(links_.size()));
-      if (inserted) links_.emplace_back();
-      e.link = it->second;
-      rs.links.emplace_back(key, e.link);
-    }
+    e.link = net_.link_of(rs, r, peer, e.send);
     if (op.async) {
       if (op.request < rs.dense_limit) {
         if (static_cast<std::size_t>(op.request) >= rs.request_ep.size())
@@ -289,10 +166,6 @@ class Engine {
   // ---- events ------------------------------------------------------------------------------
   void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank)); }
 
-  static constexpr double kNever = std::numeric_limits<double>::infinity();
-  // When the endpoint's op completes; kNever while its partner has not posted. An eager send
-  // completes when posted.
-  static double done_time(const Endpoint& e) { return e.send && e.eager ? 0.0 : e.at; }
   // When all requests of a WAIT are complete (kNever if one is not matched yet).
   double wait_time(int r, const Op& op) const {
     double t = 0;
@@ -327,62 +200,12 @@ class Engine {
     }
   }
 
-  // `time` < 0: the problem is not tied to a moment (found after the run).
-  void error(std::string kind, int rank, int pos, double time, std::string message) {
-    if (errors_.size() >= 1000) return;
-    std::string text = pos >= 0 ? p_.op_text(rank, op_at(rank, static_cast<std::size_t>(pos))) : "";
-    std::string when = time >= 0 ? fmt::format(" at t={}", time) : "";
-    errors_.push_back({std::move(kind), rank, pos, text,
-                       fmt::format("rank {} op {} ({}){}: {}", rank, pos, text, when, message),
-                       false});
-  }
-
-  void memory(RankState& rs, int rank, std::int64_t delta, double time) {
-    if (delta == 0) return;
-    if (!rs.releases.empty() && rs.releases.front().first <= time) flush_releases(rs, time);
-    rs.memory += delta;
-    rs.peak_memory = std::max(rs.peak_memory, rs.memory);
-    if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
-  }
-  void stash(RankState& rs, int rank, int mb, int delta, double time) {
-    auto& n = inflight_[static_cast<std::size_t>(rank) * static_cast<std::size_t>(M_) +
-                        static_cast<std::size_t>(mb)];
-    const bool was = n > 0;
-    n = static_cast<std::uint16_t>(n + delta);
-    if (was != (n > 0)) {
-      rs.inflight += n > 0 ? 1 : -1;
-      rs.peak_inflight = std::max(rs.peak_inflight, rs.inflight);
-      if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
-    }
-  }
-  // Applies, in time order, the releases of sent buffers whose transfers ended by `time`.
-  void flush_releases(RankState& rs, double time) {
-    auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
-    while (!rs.releases.empty() && rs.releases.front().first <= time) {
-      std::pop_heap(rs.releases.begin(), rs.releases.end(), later);
-      const auto [when, id] = rs.releases.back();
-      rs.releases.pop_back();
-      release_buffer(eps_[static_cast<std::size_t>(id)], when);
-    }
-  }
-  void release_when_sent(Endpoint& e, std::int32_t id) {
-    auto& q = ranks_[static_cast<std::size_t>(e.rank)].releases;
-    q.emplace_back(e.at, id);
-    std::push_heap(q.begin(), q.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  }
-  void release_buffer(Endpoint& e, double time) {
-    if (!e.buffer_live) return;
-    e.buffer_live = 0;
-    memory(ranks_[static_cast<std::size_t>(e.rank)], e.rank, -o_.network.boundary_bytes, time);
-  }
-
   // Effects at the start and at the end of a compute op, for each part of a composite.
   void start_compute(int r, RankState& rs, const Op& op, double t) {
     sem_.for_each_part(r, op, [&](const Op& part) {
       if (part.kind != OpKind::F) return;
-      stash(rs, r, part.microbatch, +1, t);
-      memory(rs, r, o_.memory.activation_bytes, t);
+      mem_.stash(rs, r, part.microbatch, +1, t);
+      mem_.add(rs, r, o_.memory.activation_bytes, t);
     });
   }
 
@@ -393,35 +216,35 @@ class Engine {
     const std::int64_t act = o_.memory.activation_bytes, ws = o_.memory.weight_stash_bytes;
     switch (op.kind) {
       case OpKind::F:
-        release_recv(input_endpoint(op), r, t);
+        release_recv(input_endpoint(op), r, rs, t);
         break;
       case OpKind::B:
       case OpKind::I:
-        release_recv(input_endpoint(op), r, t);
+        release_recv(input_endpoint(op), r, rs, t);
         if (const auto out = sem_.released_output(op)) {
           const std::int32_t se = send_f_ep_[sem_.tensor_index(*out)];
           if (se != kNoEndpoint && eps_[static_cast<std::size_t>(se)].rank == r)
-            release_buffer(eps_[static_cast<std::size_t>(se)], t);
+            mem_.release_buffer(rs, eps_[static_cast<std::size_t>(se)], t);
         }
         if (op.kind == OpKind::B) {
-          memory(rs, r, -act, t);
-          stash(rs, r, op.microbatch, -1, t);
+          mem_.add(rs, r, -act, t);
+          mem_.stash(rs, r, op.microbatch, -1, t);
         } else {
-          memory(rs, r, -(act - ws), t);
+          mem_.add(rs, r, -(act - ws), t);
         }
         break;
       case OpKind::W:
-        memory(rs, r, -ws, t);
-        stash(rs, r, op.microbatch, -1, t);
+        mem_.add(rs, r, -ws, t);
+        mem_.stash(rs, r, op.microbatch, -1, t);
         break;
       default:
         break;
     }
   }
-  void release_recv(std::int32_t ep, int r, double t) {
+  void release_recv(std::int32_t ep, int r, RankState& rs, double t) {
     if (ep == kNoEndpoint) return;
     Endpoint& e = eps_[static_cast<std::size_t>(ep)];
-    if (e.rank == r && done_time(e) <= t) release_buffer(e, t);
+    if (e.rank == r && done_time(e) <= t) mem_.release_buffer(rs, e, t);
   }
 
   const Op& op_at(int rank, std::size_t pos) const {
@@ -455,9 +278,9 @@ class Engine {
         ++rs.pc;
         // This rank posts nothing more at t; if no other rank has anything left at t either, the
         // instant is over and its transfers may take their links.
-        if (!ready_.empty() && (queue_.empty() || queue_.top_time() > t)) start_ready();
+        if (net_.has_ready() && (queue_.empty() || queue_.top_time() > t)) start_ready();
         // No other event can happen before `end`: keep going without the heap.
-        if (ready_.empty() && (queue_.empty() || end < queue_.top_time())) {
+        if (!net_.has_ready() && (queue_.empty() || end < queue_.top_time())) {
           end_compute(r, rs, op, end);
           t = end;
           continue;
@@ -484,7 +307,7 @@ class Engine {
       }
       const std::int32_t id = rs.ep_base + rs.next_ep++;
       init_endpoint(id, r, pos, op);
-      post(id, op, t);
+      post(id, rs, op, t);
       Endpoint& e = eps_[static_cast<std::size_t>(id)];
       if (e.async) {
         if (obs_) obs_->on_post(r, pos, t);
@@ -512,42 +335,20 @@ class Engine {
   }
 
   // ---- communication -------------------------------------------------------------------------
-  void post(std::int32_t id, const Op& op, double t) {
+  void post(std::int32_t id, RankState& rs, const Op& op, double t) {
     Endpoint& e = eps_[static_cast<std::size_t>(id)];
     e.posted = 1;
-    if (o_.network.boundary_bytes > 0) {
+    if (mem_.buffer_bytes() > 0) {
       e.buffer_live = 1;
-      memory(ranks_[static_cast<std::size_t>(e.rank)], e.rank, o_.network.boundary_bytes, t);
+      mem_.add(rs, e.rank, mem_.buffer_bytes(), t);
     }
-    if (e.send && eager_) {  // the data is copied out at once: the buffer is free again
+    if (e.send && net_.eager()) {  // the data is copied out at once: the buffer is free again
       e.eager = 1;
-      make_ready(id, t);
-      if (e.frees_when_sent) release_buffer(e, t);
+      net_.make_ready(id, t);
+      if (e.frees_when_sent) mem_.release_buffer(rs, e, t);
     }
-    std::int32_t other = kNoEndpoint;
-    if (o_.network.matching == Matching::tag) {
-      std::int32_t& slot = slot_[tensor_index(op)];
-      if (slot == kNoEndpoint) {
-        slot = id;
-        return;
-      }
-      if (eps_[static_cast<std::size_t>(slot)].send == e.send)
-        throw SimulationError(
-            fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor", e.rank,
-                        e.pos, p_.op_text(e.rank, op)));
-      other = slot;
-      slot = kNoEndpoint;
-    } else {
-      Link& l = links_[static_cast<std::size_t>(e.link)];
-      auto& mine = e.send ? l.sends : l.recvs;
-      auto& theirs = e.send ? l.recvs : l.sends;
-      if (theirs.empty()) {
-        mine.push_back(id);
-        return;
-      }
-      other = theirs.front();
-      theirs.pop_front();
-    }
+    const std::int32_t other = match_.post(id, op);
+    if (other == kNoEndpoint) return;
     const std::int32_t send_id = e.send ? id : other, recv_id = e.send ? other : id;
     match(send_id, recv_id, t);
   }
@@ -557,23 +358,16 @@ class Engine {
     Endpoint& r = eps_[static_cast<std::size_t>(recv_id)];
     s.partner = recv_id;
     r.partner = send_id;
-    if (o_.network.matching == Matching::fifo) {
-      const Op& so = op_at(s.rank, static_cast<std::size_t>(s.pos));
-      const Op& ro = op_at(r.rank, static_cast<std::size_t>(r.pos));
-      if (!(sem_.tensor_of(so) == sem_.tensor_of(ro)))
-        error("message_order_mismatch", r.rank, r.pos, t,
-              fmt::format(
-                  "receives the message of {} on rank {}: under fifo matching (NCCL) the wrong "
-                  "tensor would be delivered silently",
-                  p_.op_text(s.rank, so), s.rank));
-    }
+    if (match_.by_order())
+      hazards_.message_order(s, op_at(s.rank, static_cast<std::size_t>(s.pos)), r,
+                             op_at(r.rank, static_cast<std::size_t>(r.pos)), t);
     // Bytes are counted once per transfer, here where both ends are known.
     const std::int64_t bytes = o_.network.boundary_bytes;
     ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
     ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
     comm_bytes_ += bytes;
     if (!s.eager) {
-      make_ready(send_id, t);
+      net_.make_ready(send_id, t);
       return;
     }
     if (s.at == kNever) return;  // an eager send posted this instant: its start is not yet known
@@ -583,44 +377,30 @@ class Engine {
     wake_if_waiting(recv_id, t);
   }
 
-  // Transfers that become ready at one instant take their links once the instant is over, in the
-  // order their senders posted them (DESIGN.md's tie rule): endpoint ids follow each rank's post
-  // order, and a link has one sender.
-  void make_ready(std::int32_t send_id, double t) {
-    ready_time_ = t;
-    ready_.push_back(send_id);
-  }
+  // The instant is over: its ready transfers take their links (in the network's order).
   void start_ready() {
-    std::sort(ready_.begin(), ready_.end());
-    for (const std::int32_t id : ready_) {
-      Endpoint& s = eps_[static_cast<std::size_t>(id)];
-      start_transfer(id, ready_time_);
-      if (!s.eager && s.frees_when_sent && s.buffer_live) release_when_sent(s, id);
-      if (s.partner != kNoEndpoint) {
-        Endpoint& r = eps_[static_cast<std::size_t>(s.partner)];
-        r.at = s.at;
-        transferred(s, r);
-      }
-    }
-    // Ranks blocked on these transfers resume when they complete.
-    for (const std::int32_t id : ready_) {
-      const Endpoint& s = eps_[static_cast<std::size_t>(id)];
-      wake_if_waiting(id, ready_time_);
-      if (s.partner != kNoEndpoint) wake_if_waiting(s.partner, ready_time_);
-    }
-    ready_.clear();
+    const double t = net_.ready_time();
+    net_.start_ready(
+        eps_,
+        [&](std::int32_t id, Endpoint& s) {
+          if (!s.eager && s.frees_when_sent && s.buffer_live)
+            mem_.release_when_sent(ranks_[static_cast<std::size_t>(s.rank)], s, id);
+          if (s.partner != kNoEndpoint) {
+            Endpoint& r = eps_[static_cast<std::size_t>(s.partner)];
+            r.at = s.at;
+            transferred(s, r);
+          }
+        },
+        // Ranks blocked on these transfers resume when they complete.
+        [&](std::int32_t id, const Endpoint& s) {
+          wake_if_waiting(id, t);
+          if (s.partner != kNoEndpoint) wake_if_waiting(s.partner, t);
+        });
   }
   void transferred(const Endpoint& s, const Endpoint& r) {
     if (obs_)
-      obs_->on_transfer({s.rank, s.pos, r.rank, r.pos, s.at - xfer_time_, s.at,
-                         o_.network.boundary_bytes});
-  }
-
-  void start_transfer(std::int32_t send_id, double t) {
-    Endpoint& s = eps_[static_cast<std::size_t>(send_id)];
-    Link& l = links_[static_cast<std::size_t>(s.link)];
-    s.at = std::max(t, l.free_at) + xfer_time_;
-    l.free_at = s.at;
+      obs_->on_transfer(
+          {s.rank, s.pos, r.rank, r.pos, s.at - net_.xfer_time(), s.at, o_.network.boundary_bytes});
   }
 
   // A rank blocked on this endpoint (or in a WAIT that now has all its partners) resumes when
@@ -647,7 +427,7 @@ class Engine {
     for (const auto& pl : p_.placement()) ++chunks[static_cast<std::size_t>(pl.rank)];
     for (int r = 0; r < R_; ++r) {
       RankState& rs = ranks_[static_cast<std::size_t>(r)];
-      flush_releases(rs, kNever);
+      mem_.flush_releases(rs, kNever);
       const bool finished = rs.block == Block::done;
       if (!finished) {
         stuck = true;
@@ -667,13 +447,13 @@ class Engine {
       m.recv_bytes = rs.recv;
       m.ops_done = rs.pc;
       if (obs_)
-        obs_->on_rank_end(r, {rs.start, rs.end, finished,
-                              finished ? -1 : static_cast<int>(rs.pc), fixed});
+        obs_->on_rank_end(
+            r, {rs.start, rs.end, finished, finished ? -1 : static_cast<int>(rs.pc), fixed});
     }
     res.summarize();
     res.comm_bytes = comm_bytes_;
     if (stuck) res.deadlock = analyze_deadlock();
-    res.errors = std::move(errors_);
+    res.errors = hazards_.take();
     if (obs_) obs_->on_end();
     return res;
   }
@@ -707,23 +487,18 @@ class Engine {
   const SimOptions& o_;
   Observer* obs_;
   int S_, M_, R_;
-  double xfer_time_ = 0;
-  bool eager_ = false;
   std::int64_t comm_bytes_ = 0;
   EventQueue queue_;
   std::vector<RankState> ranks_;
   std::vector<Op> ops_;  // all ranks' ops, contiguous
   std::vector<Endpoint> eps_;
-  std::vector<std::int32_t> ready_;  // sends whose transfers became ready at ready_time_
-  double ready_time_ = 0;
-  std::vector<Link> links_;
-  std::unordered_map<long long, int> link_ids_;
-  std::vector<std::int32_t> slot_;     // tag matching: endpoint posted first for each tensor
+  engine::Network net_;
+  engine::MpiMatching match_;
+  engine::Memory mem_;
+  engine::Hazards hazards_;
   std::vector<std::int32_t> recv_ep_;  // tensor -> receiving endpoint
   std::vector<std::int32_t>
       send_f_ep_;  // forward tensor -> sending endpoint (its buffer lives until B)
-  std::vector<std::uint16_t> inflight_;  // (rank, mb) -> live stashes
-  std::vector<Diagnostic> errors_;
 };
 
 }  // namespace

@@ -8,7 +8,7 @@
 namespace ppsim::sim {
 
 struct AnalyzeOptions {
-  bool trace = false;                   // record the timeline into RunRecord::trace
+  bool trace = false;                    // record the timeline into RunRecord::trace
   record::Observer* observer = nullptr;  // another sink of the run's events
 };
 

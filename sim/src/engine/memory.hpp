@@ -1,0 +1,74 @@
+#pragma once
+// Per-rank memory and in-flight microbatches (internal to sim/), and the sent buffers that free
+// themselves when their transfers end.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ppsim/record/observer.hpp"
+#include "state.hpp"
+
+namespace ppsim::sim::engine {
+
+// `rs` is always the state of `rank`, the rank that owns the memory (for an endpoint: its rank).
+class Memory {
+ public:
+  Memory(std::vector<Endpoint>& eps, record::Observer* obs) : eps_(eps), obs_(obs) {}
+
+  void setup(int ranks, int microbatches, std::int64_t buffer_bytes) {
+    M_ = static_cast<std::size_t>(microbatches);
+    buffer_bytes_ = buffer_bytes;
+    assign_huge(inflight_, static_cast<std::size_t>(ranks) * M_, std::uint16_t{0});
+  }
+  std::int64_t buffer_bytes() const { return buffer_bytes_; }
+
+  void add(RankState& rs, int rank, std::int64_t delta, double time) {
+    if (delta == 0) return;
+    if (!rs.releases.empty() && rs.releases.front().first <= time) flush_releases(rs, time);
+    rs.memory += delta;
+    rs.peak_memory = std::max(rs.peak_memory, rs.memory);
+    if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
+  }
+  void stash(RankState& rs, int rank, int mb, int delta, double time) {
+    auto& n = inflight_[static_cast<std::size_t>(rank) * M_ + static_cast<std::size_t>(mb)];
+    const bool was = n > 0;
+    n = static_cast<std::uint16_t>(n + delta);
+    if (was != (n > 0)) {
+      rs.inflight += n > 0 ? 1 : -1;
+      rs.peak_inflight = std::max(rs.peak_inflight, rs.inflight);
+      if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
+    }
+  }
+
+  // Applies, in time order, the releases of sent buffers whose transfers ended by `time`.
+  void flush_releases(RankState& rs, double time) {
+    auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
+    while (!rs.releases.empty() && rs.releases.front().first <= time) {
+      std::pop_heap(rs.releases.begin(), rs.releases.end(), later);
+      const auto [when, id] = rs.releases.back();
+      rs.releases.pop_back();
+      release_buffer(rs, eps_[static_cast<std::size_t>(id)], when);
+    }
+  }
+  void release_when_sent(RankState& rs, const Endpoint& e, std::int32_t id) {
+    auto& q = rs.releases;
+    q.emplace_back(e.at, id);
+    std::push_heap(q.begin(), q.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  }
+  void release_buffer(RankState& rs, Endpoint& e, double time) {
+    if (!e.buffer_live) return;
+    e.buffer_live = 0;
+    add(rs, e.rank, -buffer_bytes_, time);
+  }
+
+ private:
+  std::vector<Endpoint>& eps_;
+  record::Observer* obs_;
+  std::size_t M_ = 0;
+  std::int64_t buffer_bytes_ = 0;
+  std::vector<std::uint16_t> inflight_;  // (rank, mb) -> live stashes
+};
+
+}  // namespace ppsim::sim::engine
