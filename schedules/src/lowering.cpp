@@ -20,16 +20,16 @@ LoweringRegistry& LoweringRegistry::instance() {
   return registry;
 }
 
-std::vector<Op> RankLowering::recvs_needed(const Op& c) const {
-  std::vector<Op> out;
+OpsOfOne RankLowering::recvs_needed(const Op& c) const {
+  OpsOfOne out;
   sem_.for_each_part(rank_, c, [&](const Op& part) {
     if (auto r = sem_.input_recv(part)) out.push_back(*r);
   });
   return out;
 }
 
-std::vector<Op> RankLowering::sends_after(const Op& c) const {
-  std::vector<Op> out;
+OpsOfOne RankLowering::sends_after(const Op& c) const {
+  OpsOfOne out;
   sem_.for_each_part(rank_, c, [&](const Op& part) {
     if (auto s = sem_.output_send(part)) out.push_back(*s);
   });

@@ -57,6 +57,9 @@ void Program::push_wait(int rank, std::span<const std::int32_t> ids) {
 }
 
 void Program::push_composite(int rank, OpKind kind, std::span<const Op> parts) {
+  if (parts.size() != 2)  // OVERLAP_F_B, the one composite kind, pairs an F with a B
+    throw ParameterError("ops",
+                         fmt::format("{} holds two ops, got {}", to_string(kind), parts.size()));
   auto& pool = part_pool_[static_cast<std::size_t>(rank)];
   Op op;
   op.kind = kind;

@@ -1,5 +1,6 @@
 // async: every transfer asynchronous. Receives are posted `prefetch` compute ops ahead of their
 // consumer and waited right before it; sends are waited before the buffer they hold is released.
+#include <array>
 #include <unordered_map>
 
 #include "ppsim/schedules/lowering.hpp"
@@ -18,7 +19,8 @@ void lower_rank(RankLowering& l) {
   const std::int64_t prefetch = l.params().get("prefetch");
   const auto& c = l.compute();
   const std::size_t n = c.size();
-  std::vector<std::vector<std::int32_t>> recv_requests(n);
+  // Requests of the receives each compute op needs: at most one per part, -1 for none.
+  std::vector<std::array<std::int32_t, 2>> recv_requests(n, {-1, -1});
   std::size_t next_post = 0;
   auto post_slot = [&](std::size_t consumer) -> std::size_t {
     if (prefetch == kPrefetchAll) return 0;
@@ -30,10 +32,12 @@ void lower_rank(RankLowering& l) {
   std::vector<std::int32_t> pending_send_b;
   std::vector<std::int32_t> ids;
   for (std::size_t i = 0; i < n; ++i) {
-    for (; next_post < n && post_slot(next_post) <= i; ++next_post)
-      for (const Op& r : l.recvs_needed(c[next_post]))
-        recv_requests[next_post].push_back(l.post(r));
-    ids.insert(ids.end(), recv_requests[i].begin(), recv_requests[i].end());
+    for (; next_post < n && post_slot(next_post) <= i; ++next_post) {
+      std::size_t k = 0;
+      for (const Op& r : l.recvs_needed(c[next_post])) recv_requests[next_post][k++] = l.post(r);
+    }
+    for (const std::int32_t id : recv_requests[i])
+      if (id >= 0) ids.push_back(id);
     bool backward = false;
     sem.for_each_part(l.rank(), c[i], [&](const Op& part) {
       if (!is_backward_input(part.kind)) return;

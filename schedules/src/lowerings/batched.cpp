@@ -19,7 +19,7 @@ void lower_rank(RankLowering& l) {
     l.emit(c[i]);
     const auto sends = l.sends_after(c[i]);
     if (sends.empty()) continue;
-    const auto recvs = i + 1 < c.size() ? l.recvs_needed(c[i + 1]) : std::vector<Op>{};
+    const auto recvs = i + 1 < c.size() ? l.recvs_needed(c[i + 1]) : OpsOfOne{};
     const Op& s = sends.front();
     const bool pair = sends.size() == 1 && recvs.size() == 1 &&
                       ((s.kind == OpKind::SEND_F && recvs[0].kind == OpKind::RECV_B) ||

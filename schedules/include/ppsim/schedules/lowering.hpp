@@ -1,6 +1,7 @@
 #pragma once
 // Lowering: insert SEND/RECV/WAIT ops between the compute ops of a generated Program. Each style
 // is one file under schedules/src/lowerings, registered by name.
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +18,22 @@ struct LoweringOptions {
   Params params;  // the style's own parameters (async: prefetch)
 };
 
+// The transfers of one compute op: at most one per part (a composite has two), so no heap.
+class OpsOfOne {
+ public:
+  void push_back(const Op& op) { ops_[size_++] = op; }
+  const Op* begin() const { return ops_.data(); }
+  const Op* end() const { return ops_.data() + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Op& front() const { return ops_[0]; }
+  const Op& operator[](std::size_t i) const { return ops_[i]; }
+
+ private:
+  std::array<Op, 2> ops_{};
+  std::size_t size_ = 0;
+};
+
 // What a style sees while it lowers one rank: the compute ops in, the output to append to.
 class RankLowering {
  public:
@@ -29,8 +46,8 @@ class RankLowering {
   const Params& params() const { return params_; }
 
   // The receives a compute op needs / the sends of its outputs (one per part of a composite).
-  std::vector<Op> recvs_needed(const Op& c) const;
-  std::vector<Op> sends_after(const Op& c) const;
+  OpsOfOne recvs_needed(const Op& c) const;
+  OpsOfOne sends_after(const Op& c) const;
 
   // Appends an op; a composite from compute() brings its parts along.
   void emit(Op op);
