@@ -111,7 +111,10 @@ TEST_CASE("UNSHARD, RESHARD, REDUCE_GRAD: parsed, printed, validated, carried at
 
 TEST_CASE("A WAIT holds at most 65535 request ids: more is refused, not truncated", "[ops]") {
   std::string text = "0F0,0B0,WAIT(";
-  for (int i = 0; i < 65536; ++i) text += (i ? ";" : "") + std::to_string(i);
+  for (int i = 0; i < 65536; ++i) {
+    if (i > 0) text += ';';
+    text += std::to_string(i);
+  }
   text += ")\n";
   CHECK_THROWS_WITH(Program::parse(text), Catch::Contains("at most 65535"));
   Program p(1, schedules::make_placement(schedules::PlacementKind::loop, 1, 1));
