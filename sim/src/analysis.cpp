@@ -8,8 +8,13 @@ namespace ppsim::sim {
 record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions& options) {
   const config::Config& c = prepared.config;
   record::RunRecord rec;
-  rec.info = {c.name, c.source, c.kind, c.comm_style(),
-              std::string(config::to_string(c.network.matching)), c.time_unit, "simulated"};
+  rec.info = {c.name,
+              c.source,
+              c.kind,
+              c.comm_style(),
+              std::string(config::to_string(c.network.matching)),
+              c.time_unit,
+              "simulated"};
   rec.program = prepared.program;
   rec.diagnostics = schedules::validate(*prepared.program);
   if (schedules::has_fatal(rec.diagnostics)) return rec;

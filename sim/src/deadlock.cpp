@@ -25,7 +25,7 @@ record::BlockedOp blocked_op(const WaitEdge& e) {
 }  // namespace
 
 record::Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
-                       const std::vector<bool>& finished) {
+                               const std::vector<bool>& finished) {
   Graph g(static_cast<std::size_t>(ranks));
   std::set<std::pair<int, int>> added;  // a WAIT on two requests to one peer is one edge
   for (const auto& e : edges)

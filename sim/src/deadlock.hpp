@@ -18,6 +18,6 @@ struct WaitEdge {
 // Elementary cycles of the rank -> peer graph (Boost.Graph, Hawick-James), then the rest: edges
 // into finished ranks are unmatched ops, other edges are ranks blocked behind a cycle.
 record::Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
-                       const std::vector<bool>& finished);
+                               const std::vector<bool>& finished);
 
 }  // namespace ppsim::sim
