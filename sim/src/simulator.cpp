@@ -337,7 +337,6 @@ class Engine {
   // ---- communication -------------------------------------------------------------------------
   void post(std::int32_t id, RankState& rs, const Op& op, double t) {
     Endpoint& e = eps_[static_cast<std::size_t>(id)];
-    e.posted = 1;
     if (mem_.buffer_bytes() > 0) {
       e.buffer_live = 1;
       mem_.add(rs, e.rank, mem_.buffer_bytes(), t);

@@ -48,7 +48,7 @@ struct Endpoint {
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
   // frees_when_sent: a gradient, or a forward output under deallocate_outputs.
-  std::uint8_t send : 1 = 0, async : 1 = 0, posted : 1 = 0, buffer_live : 1 = 0, eager : 1 = 0,
+  std::uint8_t send : 1 = 0, async : 1 = 0, buffer_live : 1 = 0, eager : 1 = 0,
                       frees_when_sent : 1 = 0;
 };
 
