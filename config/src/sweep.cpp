@@ -11,11 +11,20 @@ bool sweep_requested(const SweepAxes& a) {
 }
 
 namespace {
+const schedules::ParamSpec* chunks_param(const std::string& kind) {
+  const auto* g = schedules::Registry::instance().find(kind);
+  return g ? schedules::find_param(g->params, "chunks") : nullptr;
+}
 // Whether the generator's declared `chunks` parameter allows more than one chunk per rank.
 bool takes_chunks(const std::string& kind) {
-  const auto* g = schedules::Registry::instance().find(kind);
-  const auto* chunks = g ? schedules::find_param(g->params, "chunks") : nullptr;
+  const auto* chunks = chunks_param(kind);
   return chunks && chunks->max > 1;
+}
+// The chunks per rank a schedule section asks for: its own value, else the generator's default.
+int chunks_of(const std::string& kind, const nlohmann::json& schedule) {
+  if (schedule.contains("chunks")) return schedule["chunks"].get<int>();
+  const auto* chunks = chunks_param(kind);
+  return chunks ? static_cast<int>(chunks->default_value) : 1;
 }
 }  // namespace
 
@@ -24,13 +33,7 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
     throw ConfigError(base.source, "schedule.kind",
                       fmt::format("a {} schedule cannot be swept", base.kind));
   const auto& sched = base.raw.at("schedule");
-  const int v0 =
-      sched.contains("chunks") ? sched["chunks"].get<int>()
-      : takes_chunks(base.kind)
-          ? static_cast<int>(schedules::find_param(
-                                 schedules::Registry::instance().find(base.kind)->params, "chunks")
-                                 ->default_value)
-          : 1;
+  const int v0 = chunks_of(base.kind, sched);
   const auto kinds = axes.kinds.empty() ? std::vector<std::string>{base.kind} : axes.kinds;
   const auto ms = axes.microbatches.empty() ? std::vector<int>{sched.at("microbatches").get<int>()}
                                             : axes.microbatches;
