@@ -37,7 +37,10 @@ inline std::string describe(const schedules::LoweringOptions& l) {
 // One rank's ops as text: "0F0,0SEND_F0,...".
 inline std::string rank_line(const schedules::Program& p, int rank) {
   std::string s;
-  for (const auto& op : p.ops(rank)) s += (s.empty() ? "" : ",") + p.op_text(rank, op);
+  for (const auto& op : p.ops(rank)) {
+    if (!s.empty()) s += ',';
+    s += p.op_text(rank, op);
+  }
   return s;
 }
 

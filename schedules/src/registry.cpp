@@ -24,6 +24,19 @@ ParamSpec microbatches_param(std::string description, std::int64_t min) {
   return ParamSpec("microbatches", std::move(description)).must().range(min);
 }
 
+std::vector<ParamSpec> one_chunk_params() {
+  return {ranks_param("pipeline ranks P (one stage each)"), microbatches_param("M >= 1"),
+          ParamSpec("chunks", "one chunk per rank (interleaved-1f1b has more)")
+              .with_default(1)
+              .range(1, 1)};
+}
+std::vector<ScheduleParams> one_chunk_test_params() {
+  return {{{"ranks", 1}, {"microbatches", 1}},
+          {{"ranks", 2}, {"microbatches", 3}},
+          {{"ranks", 4}, {"microbatches", 8}},
+          {{"ranks", 5}, {"microbatches", 2}}};
+}
+
 Program generate(std::string_view kind, const ScheduleParams& given) {
   const Generator* g = Registry::instance().find(kind);
   if (g == nullptr)

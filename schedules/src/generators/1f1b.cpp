@@ -28,15 +28,9 @@ void register_1f1b(Registry& registry) {
   registry.add({"1f1b",
                 {"1F1B", "PipeDream-flush"},
                 "warm-up min(P-r-1, M) forwards, then one forward / one backward, then cool-down",
-                {ranks_param("pipeline ranks P (one stage each)"), microbatches_param("M >= 1"),
-                 ParamSpec("chunks", "one chunk per rank (interleaved-1f1b has more)")
-                     .with_default(1)
-                     .range(1, 1)},
+                one_chunk_params(),
                 build,
-                {{{"ranks", 1}, {"microbatches", 1}},
-                 {{"ranks", 2}, {"microbatches", 3}},
-                 {{"ranks", 4}, {"microbatches", 8}},
-                 {{"ranks", 5}, {"microbatches", 2}}}});
+                one_chunk_test_params()});
 }
 
 }  // namespace ppsim::schedules::generators

@@ -38,5 +38,9 @@ Program generate(std::string_view kind, const ScheduleParams& params);
 // The declarations most generators share.
 ParamSpec ranks_param(std::string description = "pipeline ranks P", std::int64_t min = 1);
 ParamSpec microbatches_param(std::string description = "microbatches M", std::int64_t min = 1);
+// Schedules with one stage per rank: ranks, microbatches, and chunks fixed at 1; and small
+// parameter sets for their tests.
+std::vector<ParamSpec> one_chunk_params();
+std::vector<ScheduleParams> one_chunk_test_params();
 
 }  // namespace ppsim::schedules
