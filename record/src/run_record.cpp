@@ -24,7 +24,7 @@ std::string Verdict::text() const {
 Verdict RunRecord::verdict() const {
   if (!metrics) return {VerdictKind::invalid, diagnostics.size()};
   if (deadlock) {
-    if (!deadlock->cycles.empty()) return {VerdictKind::deadlock, deadlock->cycles.size()};
+    if (!deadlock->cycles.empty()) return {VerdictKind::deadlock, deadlock->cycle_count()};
     return {VerdictKind::hang, deadlock->unmatched.size()};
   }
   if (!diagnostics.empty()) return {VerdictKind::errors, diagnostics.size()};
@@ -43,6 +43,9 @@ std::string Deadlock::describe() const {
     for (const auto& b : c) ops.push_back(one(b));
     parts.push_back(fmt::format("cycle: {}", fmt::join(ops, "; ")));
   }
+  if (cut())
+    parts.push_back(fmt::format("(cut: {} more cycle{} not listed)", cycle_count() - cycles.size(),
+                                cycle_count() - cycles.size() == 1 ? "" : "s"));
   for (const auto& b : unmatched)
     parts.push_back(fmt::format("unmatched: {} (rank {} has finished)", one(b), b.peer));
   for (const auto& b : blocked) parts.push_back(fmt::format("waiting: {}", one(b)));

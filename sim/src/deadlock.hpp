@@ -15,8 +15,10 @@ struct WaitEdge {
   std::string waiting_for;
 };
 
-// Elementary cycles of the rank -> peer graph (Boost.Graph, Hawick-James), then the rest: edges
-// into finished ranks are unmatched ops, other edges are ranks blocked behind a cycle.
+// One cycle per strongly connected component of the rank -> peer graph (iterative Tarjan, then the
+// first circuit through the component's smallest rank: what Hawick-James reported first), then the
+// rest: edges into finished ranks are unmatched ops, other edges are ranks blocked behind a cycle.
+// Linear in ranks + edges and free of recursion.
 record::Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
                                const std::vector<bool>& finished);
 

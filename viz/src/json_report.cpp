@@ -22,10 +22,12 @@ json to_json(const record::Deadlock& d) {
   json unmatched = json::array(), waiting = json::array();
   for (const auto& b : d.unmatched) unmatched.push_back(blocked(b));
   for (const auto& b : d.blocked) waiting.push_back(blocked(b));
-  return {{"cycles", cycles},
-          {"unmatched", unmatched},
-          {"blocked", waiting},
-          {"message", d.describe()}};
+  json j = {{"cycles", cycles},
+            {"unmatched", unmatched},
+            {"blocked", waiting},
+            {"message", d.describe()}};
+  if (d.cut()) j["cycles_total"] = d.cycle_count();  // only when cut: reports stay as they were
+  return j;
 }
 
 json to_json(const schedules::Diagnostic& d) {
