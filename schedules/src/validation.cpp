@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,9 +30,9 @@ class Validator {
         sem_(p),
         S_(p.stages()),
         M_(p.microbatches()),
-        counts_(static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_)),
-        send_state_(2 * counts_.size(), kNone),
-        recv_state_(2 * counts_.size(), kNone) {}
+        counts_(sem_.cell_count()),
+        send_state_(sem_.tensor_count(), kNone),
+        recv_state_(sem_.tensor_count(), kNone) {}
 
   std::vector<Diagnostic> run() {
     for (int r = 0; r < p_.ranks(); ++r) check_rank(r);
@@ -48,18 +50,19 @@ class Validator {
   struct Request {
     std::size_t tensor;
     bool send;
+    int pos;  // the op that posted it
   };
 
-  std::size_t cell(int stage, int mb) const {
-    return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) +
-           static_cast<std::size_t>(mb);
-  }
+  std::size_t cell(int stage, int mb) const { return sem_.cell_index(stage, mb); }
   std::size_t tensor_index(const Op& comm_op) const {
     return sem_.tensor_index(sem_.tensor_of(comm_op));
   }
 
-  void report(std::string kind, int rank, int pos, const std::string& message, bool fatal) {
-    if (out_.size() >= kMaxDiagnostics) {
+  bool full() const { return out_.size() >= kMaxDiagnostics; }
+  // `message` is a string or a callable making one: past the cap nothing is formatted.
+  template <typename Message>
+  void report(std::string_view kind, int rank, int pos, Message&& message, bool fatal) {
+    if (full()) {
       ++truncated_;
       return;
     }
@@ -67,46 +70,65 @@ class Validator {
         pos >= 0 ? p_.op_text(rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
     std::string where = pos >= 0 ? fmt::format("rank {} op {} ({}): ", rank, pos, text)
                                  : (rank >= 0 ? fmt::format("rank {}: ", rank) : "");
-    out_.push_back({std::move(kind), rank, pos, std::move(text), where + message, fatal});
+    std::string m;
+    if constexpr (std::is_invocable_v<Message>)
+      m = message();
+    else
+      m = std::string(message);
+    out_.push_back({std::string(kind), rank, pos, std::move(text), where + m, fatal});
   }
 
   // Range, placement and route of a plain op; false when it cannot be checked further.
   bool check_place(int r, int pos, const Op& op) {
     const bool mb = has_microbatch(op.kind);
     if (op.stage < 0 || op.stage >= S_ || (mb && (op.microbatch < 0 || op.microbatch >= M_))) {
-      report("out_of_range", r, pos,
-             mb ? fmt::format("stage must be in [0, {}) and microbatch in [0, {})", S_, M_)
-                : fmt::format("stage must be in [0, {})", S_),
-             true);
+      report(
+          "out_of_range", r, pos,
+          [&] {
+            return mb ? fmt::format("stage must be in [0, {}) and microbatch in [0, {})", S_, M_)
+                      : fmt::format("stage must be in [0, {})", S_);
+          },
+          true);
       return false;
     }
     if (p_.rank_of(op.stage) != r) {
-      report("wrong_rank", r, pos,
-             fmt::format("stage {} lives on rank {}", op.stage, p_.rank_of(op.stage)), true);
+      report(
+          "wrong_rank", r, pos,
+          [&] { return fmt::format("stage {} lives on rank {}", op.stage, p_.rank_of(op.stage)); },
+          true);
       return false;
     }
     if (mb && !p_.routes().on_route(op.stage, op.microbatch)) {
-      report("off_route", r, pos,
-             fmt::format("microbatch {} does not pass through stage {} (route {})", op.microbatch,
-                         op.stage, p_.routes().route_of(op.microbatch)),
-             true);
+      report(
+          "off_route", r, pos,
+          [&] {
+            return fmt::format("microbatch {} does not pass through stage {} (route {})",
+                               op.microbatch, op.stage, p_.routes().route_of(op.microbatch));
+          },
+          true);
       return false;
     }
     if (is_comm(op.kind)) {
       const int peer_stage = sem_.peer_stage(op);
       const bool towards_next = op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B;
       if (peer_stage < 0) {
-        report("bad_comm", r, pos,
-               fmt::format("stage {} has no {} neighbour for microbatch {}", op.stage,
-                           towards_next ? "next" : "previous", op.microbatch),
-               true);
+        report(
+            "bad_comm", r, pos,
+            [&] {
+              return fmt::format("stage {} has no {} neighbour for microbatch {}", op.stage,
+                                 towards_next ? "next" : "previous", op.microbatch);
+            },
+            true);
         return false;
       }
       if (p_.rank_of(peer_stage) == r) {
-        report("bad_comm", r, pos,
-               fmt::format(
-                   "the neighbouring stage is on the same rank {}: no communication is needed", r),
-               true);
+        report(
+            "bad_comm", r, pos,
+            [&] {
+              return fmt::format(
+                  "the neighbouring stage is on the same rank {}: no communication is needed", r);
+            },
+            true);
         return false;
       }
     }
@@ -118,12 +140,20 @@ class Validator {
   void check_input(int r, int pos, std::size_t tensor, std::string_view what) {
     const std::int32_t s = recv_state_[tensor];
     if (s == kNone)
-      report("missing_receive", r, pos,
-             fmt::format("needs {} from another rank but no receive precedes it", what), false);
+      report(
+          "missing_receive", r, pos,
+          [&] {
+            return fmt::format("needs {} from another rank but no receive precedes it", what);
+          },
+          false);
     else if (s >= 0)
-      report("read_before_wait", r, pos,
-             fmt::format("reads {} while its receive (request #{}) has not been waited", what, s),
-             false);
+      report(
+          "read_before_wait", r, pos,
+          [&] {
+            return fmt::format("reads {} while its receive (request #{}) has not been waited", what,
+                               s);
+          },
+          false);
   }
 
   void check_compute(int r, int pos, const Op& op) {
@@ -134,33 +164,46 @@ class Validator {
     switch (op.kind) {
       case OpKind::F:
         if (local >= 0 && counts_[cell(local, m)].f == 0)
-          report("order", r, pos, fmt::format("runs before {}F{} on the same rank", local, m),
-                 true);
+          report(
+              "order", r, pos,
+              [&] { return fmt::format("runs before {}F{} on the same rank", local, m); }, true);
         if (recv) check_input(r, pos, tensor_index(*recv), "its activation");
         ++c.f;
         break;
       case OpKind::B:
       case OpKind::I: {
-        if (c.f == 0) report("order", r, pos, fmt::format("runs before {}F{}", s, m), true);
+        if (c.f == 0)
+          report(
+              "order", r, pos, [&] { return fmt::format("runs before {}F{}", s, m); }, true);
         if (local >= 0 && counts_[cell(local, m)].b + counts_[cell(local, m)].i == 0)
-          report("order", r, pos,
-                 fmt::format("runs before the backward of stage {} on the same rank", local), true);
+          report(
+              "order", r, pos,
+              [&] {
+                return fmt::format("runs before the backward of stage {} on the same rank", local);
+              },
+              true);
         if (recv) check_input(r, pos, tensor_index(*recv), "its output gradient");
         // The backward frees the forward's output buffer: its send must be complete.
         if (const auto sent = sem_.freed_send(op)) {
           const std::int32_t st = send_state_[tensor_index(*sent)];
           if (st >= 0)
-            report("buffer_released_before_wait", r, pos,
-                   fmt::format("frees the output of {}F{} while its send (request #{}) is not "
-                               "waited: Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
-                               s, m, st),
-                   false);
+            report(
+                "buffer_released_before_wait", r, pos,
+                [&] {
+                  return fmt::format(
+                      "frees the output of {}F{} while its send (request #{}) is not "
+                      "waited: Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
+                      s, m, st);
+                },
+                false);
         }
         ++(op.kind == OpKind::B ? c.b : c.i);
         break;
       }
       case OpKind::W:
-        if (c.i == 0) report("order", r, pos, fmt::format("runs before {}I{}", s, m), true);
+        if (c.i == 0)
+          report(
+              "order", r, pos, [&] { return fmt::format("runs before {}I{}", s, m); }, true);
         ++c.w;
         break;
       default:
@@ -179,11 +222,14 @@ class Validator {
         for (std::int32_t id : p_.wait_ids(r, op)) {
           auto it = outstanding.find(id);
           if (it == outstanding.end()) {
-            report(finished.count(id) ? "double_wait" : "unknown_request", r, pos,
-                   finished.count(id)
-                       ? fmt::format("request #{} was already waited", id)
-                       : fmt::format("request #{} was never posted before this WAIT", id),
-                   true);
+            report(
+                finished.count(id) ? "double_wait" : "unknown_request", r, pos,
+                [&] {
+                  return finished.count(id)
+                             ? fmt::format("request #{} was already waited", id)
+                             : fmt::format("request #{} was never posted before this WAIT", id);
+                },
+                true);
             continue;
           }
           (it->second.send ? send_state_ : recv_state_)[it->second.tensor] = kSettled;
@@ -219,20 +265,30 @@ class Validator {
             break;
           }
           if (op.kind == OpKind::SEND_F && c.f == 0)
-            report("order", r, pos, fmt::format("sends the output of {}F{} before it runs", s, m),
-                   true);
+            report(
+                "order", r, pos,
+                [&] { return fmt::format("sends the output of {}F{} before it runs", s, m); },
+                true);
           if (op.kind == OpKind::SEND_B && c.b + c.i == 0)
-            report("order", r, pos,
-                   fmt::format("sends the input gradient of stage {} before its backward runs", s),
-                   true);
+            report(
+                "order", r, pos,
+                [&] {
+                  return fmt::format(
+                      "sends the input gradient of stage {} before its backward runs", s);
+                },
+                true);
           state[t] = kSettled;
           if (op.async) {
             if (outstanding.count(op.request) || finished.count(op.request)) {
-              report("duplicate_request", r, pos,
-                     fmt::format("request id #{} is used twice on rank {}", op.request, r), true);
+              report(
+                  "duplicate_request", r, pos,
+                  [&] {
+                    return fmt::format("request id #{} is used twice on rank {}", op.request, r);
+                  },
+                  true);
               break;
             }
-            outstanding.emplace(op.request, Request{t, send});
+            outstanding.emplace(op.request, Request{t, send, pos});
             state[t] = op.request;
           }
           break;
@@ -241,59 +297,129 @@ class Validator {
           break;
       }
     }
-    std::vector<std::int32_t> left;
-    for (const auto& [id, req] : outstanding) left.push_back(id);
+    std::vector<std::pair<std::int32_t, int>> left;  // (id, the op that posted it)
+    for (const auto& [id, req] : outstanding) left.emplace_back(id, req.pos);
     std::sort(left.begin(), left.end());
-    for (std::int32_t id : left) {
-      // Find the op that posted it, for the report.
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (ops[i].kind != OpKind::WAIT && ops[i].async && ops[i].request == id) {
-          report("never_waited", r, static_cast<int>(i),
-                 fmt::format("request #{} is never waited before the program ends", id), false);
-          break;
-        }
-      }
-    }
+    for (const auto& [id, pos] : left)
+      report(
+          "never_waited", r, pos,
+          [&] { return fmt::format("request #{} is never waited before the program ends", id); },
+          false);
   }
 
+  // Every (stage, microbatch) on a route must be computed once and its tensors sent and received
+  // alike. Only the cells the program touches are visited one by one; a cell it never touches
+  // gives exactly two missing_compute diagnostics, listed while there is room and counted after.
   void check_totals() {
+    const std::size_t cells = sem_.cell_count();
+    std::uint64_t absent_listed = 0, present_on_route = 0;
+    std::size_t i = 0;
     for (int s = 0; s < S_; ++s) {
-      const int r = p_.rank_of(s);
-      for (int m = 0; m < M_; ++m) {
-        if (!p_.routes().on_route(s, m)) continue;
-        const Counts& c = counts_[cell(s, m)];
-        auto at = [&](std::string kind, std::string msg, bool fatal) {
-          report(std::move(kind), r, -1, fmt::format("stage {} microbatch {}: {}", s, m, msg),
-                 fatal);
-        };
-        if (c.f == 0) at("missing_compute", fmt::format("no forward {}F{}", s, m), false);
-        if (c.f > 1)
-          at("duplicate_compute", fmt::format("{}F{} appears {} times", s, m, c.f), false);
-        if (c.b > 0 && (c.i > 0 || c.w > 0))
-          at("mixed_backward", "has both a full B and a split I/W backward", false);
-        else if (c.b == 0 && c.i == 0)
-          at("missing_compute",
-             fmt::format("no backward ({}B{} or {}I{} + {}W{})", s, m, s, m, s, m), false);
-        else if (c.b > 1 || c.i > 1 || c.w > 1)
-          at("duplicate_compute", "backward appears more than once", false);
-        else if (c.i == 1 && c.w == 0)
-          at("missing_compute", fmt::format("{}I{} has no {}W{}", s, m, s, m), false);
-        const int n = sem_.next_stage(s, m);
-        if (n < 0 || p_.rank_of(n) == r) continue;
-        for (bool backward : {false, true}) {
-          const std::size_t t = sem_.tensor_index({backward, backward ? n : s, m});
-          const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;
-          if (sent == received) continue;
-          const std::string tensor =
-              backward ? fmt::format("gradient {}->{} of microbatch {}", n, s, m)
-                       : fmt::format("activation {}->{} of microbatch {}", s, n, m);
-          const int sender = p_.rank_of(backward ? n : s), receiver = p_.rank_of(backward ? s : n);
-          report(sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
-                 sent ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
-                      : fmt::format("receives the {} but rank {} never sends it", tensor, sender),
-                 false);
-        }
+      int m = 0;  // the next microbatch of stage s not yet visited
+      for (; i < cells && sem_.cell_at(i).first == s; ++i) {
+        const int present = sem_.cell_at(i).second;
+        absent_listed += list_absent(s, m, present);
+        m = present + 1;
+        if (!p_.routes().on_route(s, present)) continue;
+        ++present_on_route;
+        check_cell(s, present);
       }
+      absent_listed += list_absent(s, m, M_);
+    }
+    const std::uint64_t absent = on_route_cells() - present_on_route;
+    truncated_ += 2 * (absent - absent_listed);
+  }
+
+  // Reports the untouched cells (s, m) for m in [from, to) while there is room; returns how many.
+  std::uint64_t list_absent(int s, int from, int to) {
+    std::uint64_t listed = 0;
+    for (int m = from; m < to && !full(); ++m) {
+      if (!p_.routes().on_route(s, m)) {
+        // Past the explicit route list every microbatch takes route 0: all on it or none.
+        if (static_cast<std::size_t>(m) >= p_.routes().route_of_microbatch().size()) return listed;
+        continue;
+      }
+      const int r = p_.rank_of(s);
+      report(
+          "missing_compute", r, -1,
+          [&] { return fmt::format("stage {} microbatch {}: no forward {}F{}", s, m, s, m); },
+          false);
+      report(
+          "missing_compute", r, -1,
+          [&] {
+            return fmt::format("stage {} microbatch {}: no backward ({}B{} or {}I{} + {}W{})", s, m,
+                               s, m, s, m, s, m);
+          },
+          false);
+      ++listed;
+    }
+    return listed;
+  }
+
+  // (stage, microbatch) pairs on a route, counted per route.
+  std::uint64_t on_route_cells() const {
+    const Routes& routes = p_.routes();
+    const auto M = static_cast<std::uint64_t>(M_);
+    if (routes.is_linear()) return static_cast<std::uint64_t>(S_) * M;
+    const auto& of_mb = routes.route_of_microbatch();
+    std::vector<std::uint64_t> takers(static_cast<std::size_t>(routes.count()), 0);
+    std::uint64_t listed = 0;
+    for (std::size_t m = 0; m < of_mb.size() && m < M; ++m, ++listed)
+      ++takers[static_cast<std::size_t>(of_mb[m])];
+    takers[0] += M - listed;  // the rest take route 0
+    std::uint64_t n = 0;
+    for (int k = 0; k < routes.count(); ++k)
+      n += takers[static_cast<std::size_t>(k)] * routes.path(k).size();
+    return n;
+  }
+
+  void check_cell(int s, int m) {
+    const int r = p_.rank_of(s);
+    const Counts& c = counts_[cell(s, m)];
+    auto at = [&](std::string_view kind, auto&& msg, bool fatal) {
+      report(
+          kind, r, -1, [&] { return fmt::format("stage {} microbatch {}: {}", s, m, msg()); },
+          fatal);
+    };
+    if (c.f == 0)
+      at(
+          "missing_compute", [&] { return fmt::format("no forward {}F{}", s, m); }, false);
+    if (c.f > 1)
+      at(
+          "duplicate_compute", [&] { return fmt::format("{}F{} appears {} times", s, m, c.f); },
+          false);
+    if (c.b > 0 && (c.i > 0 || c.w > 0))
+      at(
+          "mixed_backward", [] { return "has both a full B and a split I/W backward"; }, false);
+    else if (c.b == 0 && c.i == 0)
+      at(
+          "missing_compute",
+          [&] { return fmt::format("no backward ({}B{} or {}I{} + {}W{})", s, m, s, m, s, m); },
+          false);
+    else if (c.b > 1 || c.i > 1 || c.w > 1)
+      at(
+          "duplicate_compute", [] { return "backward appears more than once"; }, false);
+    else if (c.i == 1 && c.w == 0)
+      at(
+          "missing_compute", [&] { return fmt::format("{}I{} has no {}W{}", s, m, s, m); }, false);
+    const int n = sem_.next_stage(s, m);
+    if (n < 0 || p_.rank_of(n) == r) return;
+    for (bool backward : {false, true}) {
+      const std::size_t t = sem_.tensor_index({backward, backward ? n : s, m});
+      const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;
+      if (sent == received) continue;
+      const int sender = p_.rank_of(backward ? n : s), receiver = p_.rank_of(backward ? s : n);
+      report(
+          sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
+          [&] {
+            const std::string tensor =
+                backward ? fmt::format("gradient {}->{} of microbatch {}", n, s, m)
+                         : fmt::format("activation {}->{} of microbatch {}", s, n, m);
+            return sent
+                       ? fmt::format("sends the {} but rank {} never receives it", tensor, receiver)
+                       : fmt::format("receives the {} but rank {} never sends it", tensor, sender);
+          },
+          false);
     }
   }
 

@@ -91,7 +91,7 @@ class Engine {
     match_.setup(o_.network.matching, tensors);
     assign_huge(recv_ep_, tensors, kNoEndpoint);
     assign_huge(send_f_ep_, tensors / 2, kNoEndpoint);  // forward tensors come first
-    mem_.setup(R_, M_, o_.network.boundary_bytes);
+    mem_.setup(R_, M_, o_.network.boundary_bytes, sem_.dense());
     ranks_.resize(static_cast<std::size_t>(R_));
     net_.setup(o_.network, R_);
 
@@ -166,12 +166,17 @@ class Engine {
   // ---- events ------------------------------------------------------------------------------
   void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank)); }
 
-  // When all requests of a WAIT are complete (kNever if one is not matched yet).
-  double wait_time(int r, const Op& op) const {
-    double t = 0;
-    for (std::int32_t request : p_.wait_ids(r, op))
-      t = std::max(t, done_time(eps_[static_cast<std::size_t>(request_endpoint(r, request))]));
-    return t;
+  // When all requests of the WAIT at rank r's pc are complete (kNever if one is not matched yet),
+  // going on from where the last call stopped.
+  double wait_time(int r, RankState& rs, const Op& op) const {
+    const auto ids = p_.wait_ids(r, op);
+    for (; rs.wait_next < ids.size(); ++rs.wait_next) {
+      const double done =
+          done_time(eps_[static_cast<std::size_t>(request_endpoint(r, ids[rs.wait_next]))]);
+      if (done == kNever) return kNever;
+      rs.wait_ready = std::max(rs.wait_ready, done);
+    }
+    return rs.wait_ready;
   }
 
   double duration(int r, const Op& op) const {
@@ -290,7 +295,9 @@ class Engine {
         return;
       }
       if (op.kind == OpKind::WAIT) {
-        const double ready = wait_time(r, op);
+        rs.wait_next = 0;
+        rs.wait_ready = 0;
+        const double ready = wait_time(r, rs, op);
         if (ready <= t) {
           if (obs_) obs_->on_blocked(r, pos, t, t);
           ++rs.pc;
@@ -411,7 +418,7 @@ class Engine {
     if (rs.block == Block::endpoint && rs.blocked_ep == id)
       ready = done_time(e);
     else if (rs.block == Block::wait)
-      ready = wait_time(e.rank, op_at(e.rank, rs.pc));
+      ready = wait_time(e.rank, rs, op_at(e.rank, rs.pc));
     if (ready == kNever) return;
     rs.block = Block::waking;
     wake(e.rank, std::max(ready, now));

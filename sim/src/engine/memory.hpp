@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "ppsim/record/observer.hpp"
@@ -16,10 +17,13 @@ class Memory {
  public:
   Memory(std::vector<Endpoint>& eps, record::Observer* obs) : eps_(eps), obs_(obs) {}
 
-  void setup(int ranks, int microbatches, std::int64_t buffer_bytes) {
+  // `dense`: a (rank, microbatch) grid is small next to the program (the Semantics' cells are
+  // dense); otherwise the counters live in a map, sized by the stashes alive.
+  void setup(int ranks, int microbatches, std::int64_t buffer_bytes, bool dense) {
     M_ = static_cast<std::size_t>(microbatches);
     buffer_bytes_ = buffer_bytes;
-    assign_huge(inflight_, static_cast<std::size_t>(ranks) * M_, std::uint16_t{0});
+    dense_ = dense;
+    if (dense_) assign_huge(inflight_, static_cast<std::size_t>(ranks) * M_, std::uint16_t{0});
   }
   std::int64_t buffer_bytes() const { return buffer_bytes_; }
 
@@ -31,11 +35,14 @@ class Memory {
     if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
   }
   void stash(RankState& rs, int rank, int mb, int delta, double time) {
-    auto& n = inflight_[static_cast<std::size_t>(rank) * M_ + static_cast<std::size_t>(mb)];
+    const std::size_t cell = static_cast<std::size_t>(rank) * M_ + static_cast<std::size_t>(mb);
+    auto& n = dense_ ? inflight_[cell] : sparse_inflight_[cell];
     const bool was = n > 0;
     n = static_cast<std::uint16_t>(n + delta);
-    if (was != (n > 0)) {
-      rs.inflight += n > 0 ? 1 : -1;
+    const bool now = n > 0;
+    if (!dense_ && !now) sparse_inflight_.erase(cell);  // n is gone
+    if (was != now) {
+      rs.inflight += now ? 1 : -1;
       rs.peak_inflight = std::max(rs.peak_inflight, rs.inflight);
       if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
     }
@@ -68,7 +75,9 @@ class Memory {
   record::Observer* obs_;
   std::size_t M_ = 0;
   std::int64_t buffer_bytes_ = 0;
+  bool dense_ = true;
   std::vector<std::uint16_t> inflight_;  // (rank, mb) -> live stashes
+  std::unordered_map<std::size_t, std::uint16_t> sparse_inflight_;
 };
 
 }  // namespace ppsim::sim::engine

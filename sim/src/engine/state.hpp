@@ -71,6 +71,10 @@ struct RankState {
   Block block = Block::none;
   std::int32_t blocked_ep = kNoEndpoint;
   double blocked_since = 0;
+  // The WAIT at pc: its requests before wait_next are complete, the last at wait_ready. Completion
+  // times never change once known, so each request is looked at once however often it wakes us.
+  std::size_t wait_next = 0;
+  double wait_ready = 0;
   double start = -1, end = 0;
   double busy = 0, exposed = 0;
   std::int64_t memory = 0, peak_memory = 0;

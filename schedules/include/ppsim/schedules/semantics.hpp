@@ -4,8 +4,11 @@
 // Lowering, validation, the simulator and the executor ask here and nowhere else.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "ppsim/schedules/program.hpp"
 
@@ -53,14 +56,35 @@ class Semantics {
     const std::int32_t producer = is_send(op.kind) ? op.stage : peer_stage(op);
     return {bwd, producer, op.microbatch};
   }
-  // Dense index of a tensor in [0, tensor_count()): tables of per-tensor state use it.
-  std::size_t tensor_count() const {
-    return 2 * static_cast<std::size_t>(p_.stages()) * static_cast<std::size_t>(p_.microbatches());
+  // (stage, microbatch) cells: tables of per-cell and per-tensor state are indexed by them. Dense
+  // (stage * microbatches + microbatch) when that grid is within a small multiple of the ops, as
+  // for every generated schedule; otherwise only the cells the program touches (its ops' cells
+  // and their route neighbours), sorted, so that a table is sized by the ops and not by the
+  // largest microbatch id. Chosen on first use, so that constructing a Semantics stays O(1).
+  std::size_t cell_count() const {
+    if (mode_ == Mode::unknown) index_cells();
+    return mode_ == Mode::dense ? dense_cells() : keys_->size();
   }
+  // Call only for a cell the program touches (any cell when dense); throws std::logic_error else.
+  std::size_t cell_index(int stage, int microbatch) const {
+    if (mode_ == Mode::dense)
+      return static_cast<std::size_t>(stage) * static_cast<std::size_t>(p_.microbatches()) +
+             static_cast<std::size_t>(microbatch);
+    return sparse_cell_index(stage, microbatch);
+  }
+  // The cell at an index, in increasing (stage, microbatch) order.
+  std::pair<int, int> cell_at(std::size_t index) const;
+  bool dense() const {
+    if (mode_ == Mode::unknown) index_cells();
+    return mode_ == Mode::dense;
+  }
+
+  // Index of a tensor in [0, tensor_count()): forward tensors first, then gradients, each by the
+  // cell of its producer.
+  std::size_t tensor_count() const { return 2 * cell_count(); }
   std::size_t tensor_index(const TensorId& t) const {
-    return (t.backward ? tensor_count() / 2 : 0) +
-           static_cast<std::size_t>(t.producer) * static_cast<std::size_t>(p_.microbatches()) +
-           static_cast<std::size_t>(t.microbatch);
+    const std::size_t c = cell_index(t.producer, t.microbatch);
+    return t.backward ? cell_count() + c : c;
   }
 
   // --- data flow of a plain compute op (F, B, I, W); composite ops: apply to each part ---------
@@ -141,7 +165,17 @@ class Semantics {
   }
 
  private:
+  enum class Mode : std::uint8_t { unknown, dense, sparse };
+  std::size_t dense_cells() const {
+    return static_cast<std::size_t>(p_.stages()) * static_cast<std::size_t>(p_.microbatches());
+  }
+  std::size_t sparse_cell_index(int stage, int microbatch) const;
+  void index_cells() const;
+
   const Program& p_;
+  // Built on first use (a lowering makes one Semantics per rank and never asks); copies share it.
+  mutable Mode mode_ = Mode::unknown;
+  mutable std::shared_ptr<const std::vector<std::uint64_t>> keys_;  // sparse: sorted cells
 };
 
 }  // namespace ppsim::schedules
