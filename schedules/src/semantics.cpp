@@ -1,9 +1,20 @@
 #include "ppsim/schedules/semantics.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 
 namespace ppsim::schedules {
+
+std::string op_label(const Program& program, int rank, const Op& op) {
+  if (op.kind != OpKind::WAIT) return program.op_text(rank, op);
+  const auto ids = program.wait_ids(rank, op);
+  if (ids.size() <= kLabelIds) return program.op_text(rank, op);
+  std::string s = "WAIT(";
+  for (std::size_t i = 0; i < kLabelIds; ++i) s += fmt::format("{};", ids[i]);
+  return s + fmt::format("\u2026 {} ids)", ids.size());
+}
 
 namespace {
 std::uint64_t key(int stage, int microbatch) {

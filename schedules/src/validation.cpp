@@ -67,7 +67,7 @@ class Validator {
       return;
     }
     std::string text =
-        pos >= 0 ? p_.op_text(rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
+        pos >= 0 ? op_label(p_, rank, p_.ops(rank)[static_cast<std::size_t>(pos)]) : "";
     std::string where = pos >= 0 ? fmt::format("rank {} op {} ({}): ", rank, pos, text)
                                  : (rank >= 0 ? fmt::format("rank {}: ", rank) : "");
     std::string m;

@@ -472,7 +472,7 @@ class Engine {
       finished[static_cast<std::size_t>(r)] = rs.block == Block::done;
       if (rs.block != Block::endpoint && rs.block != Block::wait) continue;
       const Op& op = op_at(r, rs.pc);
-      const std::string text = p_.op_text(r, op);
+      const std::string text = schedules::op_label(p_, r, op);
       if (rs.block == Block::endpoint) {
         edges.push_back({r, static_cast<int>(rs.pc), text, sem_.peer_of(op), ""});
         continue;

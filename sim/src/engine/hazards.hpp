@@ -40,7 +40,7 @@ class Hazards {
   void report(std::string kind, int rank, int pos, const schedules::Op* op, double time,
               std::string message) {
     if (errors_.size() >= kMaxDiagnostics) return;
-    std::string text = op ? p_.op_text(rank, *op) : "";
+    std::string text = op ? schedules::op_label(p_, rank, *op) : "";
     std::string when = time >= 0 ? fmt::format(" at t={}", time) : "";
     errors_.push_back({std::move(kind), rank, pos, text,
                        fmt::format("rank {} op {} ({}){}: {}", rank, pos, text, when, message),

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct TensorId {
   std::int32_t microbatch = 0;
   friend bool operator==(const TensorId&, const TensorId&) = default;
 };
+
+// An op's text for a message: Program::op_text, except that a WAIT on more than kLabelIds
+// requests lists the first ones and the count ("WAIT(0;1;…;15;… 65535 ids)"), so that a
+// diagnostic costs the same for any WAIT.
+inline constexpr std::size_t kLabelIds = 16;
+std::string op_label(const Program& program, int rank, const Op& op);
 
 class Semantics {
  public:
