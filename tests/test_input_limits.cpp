@@ -295,6 +295,11 @@ TEST_CASE("limits: echoed tokens are cut with … and escaped", "[limits][config
     CHECK_THAT(value.what(), Contains("got \"uuuu") && Contains("…"));
     CHECK(std::string(value.what()).size() < 400);
     j = minimal();
+    j["schedule"]["kind"] = std::string(5'000'000, 'q');
+    const auto kind = error_of([&] { config::parse_config(j, "q.json"); });
+    CHECK_THAT(kind.what(), Contains("unknown schedule \"qqqq") && Contains("…"));
+    CHECK(std::string(kind.what()).size() < 600);
+    j = minimal();
     j["name"] = json::array();
     for (int i = 0; i < 1'000'000; ++i) j["name"].push_back(i);
     const auto arr = error_of([&] { config::parse_config(j, "a.json"); });

@@ -491,7 +491,7 @@ void parse_into(Config& c, const json& j, const std::string& source) {
       std::vector<std::string> names = schedules::Registry::instance().names();
       for (const auto& one : SourceRegistry::instance().all())
         if (one.name != "generated") names.push_back(one.name);
-      s.fail("kind", fmt::format("unknown schedule \"{}\"; expected one of {}", c.kind,
+      s.fail("kind", fmt::format("unknown schedule \"{}\"; expected one of {}", excerpt(c.kind),
                                  fmt::join(names, ", ")));
     }
     c.program = src->read(s, c.kind);
