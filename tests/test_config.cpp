@@ -410,14 +410,18 @@ TEST_CASE("overrides (--set KEY=VALUE): the value is parsed as JSON, else taken 
     CHECK_NOTHROW(config::apply_override(j, "comm.latency=1e999"));
     CHECK_CONFIG_ERROR(parse(j), "comm.latency", "expected a number");
   }
-  SECTION("load_config applies overrides before checking; the error names the file and key") {
+  SECTION(
+      "load_config applies overrides before checking; an error about a --set value names the flag "
+      "and key") {
     const TempFile file("override.json", minimal().dump(2));
     const config::Config ok =
         config::load_config(file.path(), {"comm.style=batched", "schedule.ranks=2"});
     CHECK(ok.lowering.style == "batched");
     CHECK(config::prepare(ok).program->ranks() == 2);
     const auto e = error_of([&] { config::load_config(file.path(), {"comm.style=telepathy"}); });
-    CHECK_THAT(e.what(), StartsWith(file.path() + ": key 'comm.style': expected one of"));
+    // The bad value came from --set: the flag is blamed.
+    CHECK_THAT(e.what(),
+               StartsWith("--set comm.style=telepathy: key 'comm.style': expected one of"));
   }
 }
 
@@ -570,11 +574,11 @@ TEST_CASE(
   auto j = minimal();
   j["schedule"]["microbatch_group_size"] = 4;
   CHECK_CONFIG_ERROR(parse(j), "schedule.microbatch_group_size",
-                     "1f1b does not take it; it is a parameter of interleaved-1f1b");
+                     "not a parameter of schedule '1f1b' (used by: interleaved-1f1b)");
   j = minimal();
   j["comm"] = {{"style", "blocking"}, {"prefetch", 2}};
   CHECK_CONFIG_ERROR(parse(j), "comm.prefetch",
-                     "a parameter of comm style async, not of \"blocking\"");
+                     "not a parameter of comm style 'blocking' (used by: async)");
   j = minimal();
   j["schedule"] = {{"kind", "custom"}, {"ops", {"0F0,0B0"}}, {"ranks", 1}};
   CHECK_CONFIG_ERROR(parse(j), "schedule.ranks", "a custom schedule takes ops");

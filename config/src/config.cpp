@@ -2,11 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
-#include <sstream>
 
 #include "param_reader.hpp"
 #include "ppsim/config/reader.hpp"
@@ -20,103 +26,330 @@ using nlohmann::json;
 
 ConfigError::ConfigError(const std::string& source, const std::string& key,
                          const std::string& message)
-    : std::runtime_error(key.empty() ? fmt::format("{}: {}", source, message)
-                                     : fmt::format("{}: key '{}': {}", source, key, message)),
+    : std::runtime_error(key.empty()
+                             ? fmt::format("{}: {}", source, message)
+                             : fmt::format("{}: key '{}': {}", source, excerpt(key, 80), message)),
       source_(source),
-      key_(key) {}
+      key_(key),
+      message_(message) {}
+
+std::string excerpt(std::string_view text, std::size_t max) {
+  std::string out;
+  std::size_t shown = 0;  // characters, not bytes
+  for (std::size_t i = 0; i < text.size();) {
+    if (shown == max) {
+      out += "…";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    // The length of a valid UTF-8 sequence starting here, 0 if there is none.
+    std::size_t len = 0;
+    if (c >= 0x20 && c < 0x7f) {
+      len = 1;
+    } else if (c >= 0xc2 && c <= 0xf4) {
+      const std::size_t want = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+      len = want;
+      for (std::size_t k = 1; k < want; ++k)
+        if (i + k >= text.size() || (static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80)
+          len = 0;
+    }
+    if (len > 0) {
+      out.append(text.substr(i, len));
+      i += len;
+    } else {
+      out += c == '\n'   ? std::string("\\n")
+             : c == '\t' ? std::string("\\t")
+             : c == '\r' ? std::string("\\r")
+                         : fmt::format("\\x{:02x}", c);
+      ++i;
+    }
+    ++shown;
+  }
+  return out;
+}
 
 namespace {
 
-// The 1-based byte where parsing `text` fails, for errors that do not carry it (a number too large
-// for a double is an out_of_range error without position): the start of the offending token.
-std::size_t failure_byte(const std::string& text) {
-  struct Locator : json::json_sax_t {
-    std::size_t byte = 0;
-    bool null() override { return true; }
-    bool boolean(bool) override { return true; }
-    bool number_integer(json::number_integer_t) override { return true; }
-    bool number_unsigned(json::number_unsigned_t) override { return true; }
-    bool number_float(json::number_float_t, const json::string_t&) override { return true; }
-    bool string(json::string_t&) override { return true; }
-    bool binary(json::binary_t&) override { return true; }
-    bool start_object(std::size_t) override { return true; }
-    bool key(json::string_t&) override { return true; }
-    bool end_object() override { return true; }
-    bool start_array(std::size_t) override { return true; }
-    bool end_array() override { return true; }
-    bool parse_error(std::size_t position, const std::string& token,
-                     const json::exception&) override {
-      byte = position > token.size() ? position - token.size() + 1 : position;
+// 1-based line and column of the byte at `offset` (0-based) in `text`.
+std::string position(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  int line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  return fmt::format("{}:{}", line, offset - line_start + 1);
+}
+
+// A forward iterator over the text that publishes how far the parser has read, so that the SAX
+// handler below knows where the token it is handed ends (nlohmann's events carry no position).
+class TrackedIterator {
+ public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackedIterator() = default;
+  TrackedIterator(const char* p, const char** cursor) : p_(p), cursor_(cursor) {}
+  reference operator*() const { return *p_; }
+  TrackedIterator& operator++() {
+    ++p_;
+    if (cursor_) *cursor_ = p_;
+    return *this;
+  }
+  TrackedIterator operator++(int) {
+    TrackedIterator before = *this;
+    ++*this;
+    return before;
+  }
+  bool operator==(const TrackedIterator& o) const { return p_ == o.p_; }
+  bool operator!=(const TrackedIterator& o) const { return p_ != o.p_; }
+
+ private:
+  const char* p_ = nullptr;
+  const char** cursor_ = nullptr;
+};
+
+// What went wrong while parsing: where (0-based byte) and why. `syntax`: malformed JSON, as
+// opposed to a limit (depth, duplicate key) on well-formed JSON.
+struct JsonFailure {
+  std::size_t byte = 0;
+  std::string key;  // the key path, for a duplicate key
+  std::string message;
+  bool syntax = false;
+};
+
+// Builds the DOM as nlohmann's own SAX DOM parser does, but refuses to open a container deeper
+// than `max_depth` and a key an object already has. The iterative parser never recurses, and no
+// value deeper than the limit is built, so nothing later (dump, copy, compare) can recurse deeply.
+class BoundedDomBuilder {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  BoundedDomBuilder(json& root, std::string_view text, const char* const* cursor, int max_depth)
+      : root_(root), text_(text), cursor_(cursor), max_depth_(max_depth) {}
+
+  std::optional<JsonFailure> failure;
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool v) { return put(v); }
+  bool number_integer(number_integer_t v) { return put(v); }
+  bool number_unsigned(number_unsigned_t v) { return put(v); }
+  bool number_float(number_float_t v, const string_t&) { return put(v); }
+  bool string(string_t& v) { return put(std::move(v)); }
+  bool binary(binary_t& v) { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(string_t& k) {
+    Frame& top = frames_.back();
+    if (top.value->contains(k)) {
+      // The cursor is just past the closing quote: point at the opening one.
+      std::size_t at = offset() >= 2 ? offset() - 2 : 0;
+      while (at > 0) {
+        if (text_[at] == '"') {
+          std::size_t slashes = 0;
+          while (at > slashes && text_[at - 1 - slashes] == '\\') ++slashes;
+          if (slashes % 2 == 0) break;
+        }
+        --at;
+      }
+      const std::string path = path_to(k);
+      failure = JsonFailure{at, path,
+                            "duplicate key: it is given twice in one object (JSON would keep only "
+                            "one of them silently)",
+                            false};
       return false;
     }
-  } locator;
-  json::sax_parse(text, &locator);
-  return locator.byte;
+    top.key = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& token,
+                   const nlohmann::detail::exception& e) {
+    // A parse error knows its byte; a number too large for a double (out_of_range) does not:
+    // point at the start of its token.
+    std::size_t byte = position > token.size() ? position - token.size() + 1 : position;
+    if (const auto* pe = dynamic_cast<const json::parse_error*>(&e)) byte = pe->byte;
+    std::string what = e.what();
+    if (auto p = what.find("] "); what.starts_with("[json.exception.") && p != std::string::npos)
+      what = what.substr(p + 2);
+    if (auto p = what.find(": "); what.starts_with("parse error") && p != std::string::npos)
+      what = what.substr(p + 2);
+    // The token may be megabytes of anything: echo a cut, escaped excerpt.
+    if (!token.empty())
+      if (auto p = what.find(token); p != std::string::npos)
+        what.replace(p, token.size(), excerpt(token));
+    failure = JsonFailure{byte == 0 ? 0 : byte - 1, "", excerpt(what, 300), true};
+    return false;
+  }
+
+ private:
+  struct Frame {
+    json* value;
+    std::string key;  // in an object: the key whose value is being read
+  };
+
+  std::size_t offset() const { return static_cast<std::size_t>(*cursor_ - text_.data()); }
+
+  // Where the next value goes: the root, the end of an array, or the key just read.
+  json* place(json&& v) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Frame& top = frames_.back();
+    if (top.value->is_array()) {
+      top.value->push_back(std::move(v));
+      return &top.value->back();
+    }
+    json& slot = (*top.value)[top.key];
+    slot = std::move(v);
+    return &slot;
+  }
+  bool put(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json&& container) {
+    if (static_cast<int>(frames_.size()) >= max_depth_) {
+      failure = JsonFailure{
+          offset() > 0 ? offset() - 1 : 0, "",
+          fmt::format("nested deeper than {} levels of objects and arrays (a config needs about 5)",
+                      max_depth_),
+          false};
+      return false;
+    }
+    frames_.push_back({place(std::move(container)), ""});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  // "schedule.ranks", "a.list[2].b": the keys and array indices down to `k` in the innermost
+  // object.
+  std::string path_to(const std::string& k) const {
+    std::string path;
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      if (frames_[i].value->is_array())
+        path += fmt::format("[{}]", frames_[i].value->size() - 1);
+      else
+        path += (path.empty() ? "" : ".") + frames_[i].key;
+    }
+    return path + (path.empty() ? "" : ".") + k;
+  }
+
+  json& root_;
+  std::string_view text_;
+  const char* const* cursor_;
+  int max_depth_;
+  std::vector<Frame> frames_;
+};
+
+// Parses `text` under the limits; on failure returns what went wrong instead of a value.
+std::optional<JsonFailure> parse_bounded(std::string_view text, int max_depth, json& out) {
+  const char* cursor = text.data();
+  BoundedDomBuilder builder(out, text, &cursor, max_depth);
+  const TrackedIterator first(text.data(), &cursor), last(text.data() + text.size(), nullptr);
+  const bool ok = json::sax_parse(first, last, &builder);
+  if (ok) return std::nullopt;
+  if (!builder.failure) return JsonFailure{0, "", "malformed JSON", true};
+  out = nullptr;
+  return builder.failure;
 }
 
 }  // namespace
 
 json parse_json_text(const std::string& text, const std::string& source) {
-  std::size_t byte = 0;
-  std::string what;
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    byte = e.byte;
-    what = e.what();
-  } catch (const json::out_of_range& e) {
-    byte = failure_byte(text);
-    what = e.what();
-  }
-  // Locate the byte nlohmann stopped at as line:column.
-  const std::size_t at = std::min<std::size_t>(byte == 0 ? 0 : byte - 1, text.size());
-  int line = 1, col = 1;
-  for (std::size_t i = 0; i < at; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  if (auto p = what.find("] "); what.starts_with("[json.exception.") && p != std::string::npos)
-    what = what.substr(p + 2);
-  if (auto p = what.find(": "); what.starts_with("parse error") && p != std::string::npos)
-    what = what.substr(p + 2);
-  throw ConfigError(fmt::format("{}:{}:{}", source, line, col), "",
-                    fmt::format("malformed JSON: {}", what));
+  json out;
+  if (auto f = parse_bounded(text, kMaxJsonDepth, out))
+    throw ConfigError(fmt::format("{}:{}", source, position(text, f->byte)), f->key,
+                      f->syntax ? fmt::format("malformed JSON: {}", f->message) : f->message);
+  return out;
 }
 
-void apply_override(json& config, const std::string& assignment) {
-  const std::string source = fmt::format("--set {}", assignment);
+std::string read_config_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw ConfigError(path, "", fmt::format("cannot open file: {}", std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    throw ConfigError(path, "", "is a directory, not a config file");
+  // Read at most one byte more than the limit, whatever the file claims to be (/dev/zero, a pipe).
+  std::string text;
+  std::size_t size = 0;
+  while (size <= kMaxConfigBytes) {
+    const std::size_t want =
+        std::min<std::size_t>(std::size_t{1} << 16, kMaxConfigBytes + 1 - size);
+    text.resize(size + want);
+    const ssize_t got = ::read(fd, text.data() + size, want);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw ConfigError(path, "", fmt::format("cannot read file: {}", std::strerror(errno)));
+    }
+    if (got == 0) break;
+    size += static_cast<std::size_t>(got);
+  }
+  if (size > kMaxConfigBytes)
+    throw ConfigError(
+        path, "",
+        fmt::format("larger than {} MiB, the most a config file may be", kMaxConfigBytes >> 20));
+  text.resize(size);
+  return text;
+}
+
+std::string apply_override(json& config, const std::string& assignment) {
+  const std::string source = fmt::format("--set {}", excerpt(assignment, 80));
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw ConfigError(source, "", "expected KEY=VALUE, e.g. comm.style=blocking");
   const std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (parts.back().empty()) throw ConfigError(source, path, "empty key component");
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  // The key path opens one object per component; the value gets the rest of the depth.
+  if (static_cast<int>(parts.size()) >= kMaxJsonDepth)
+    throw ConfigError(source, path,
+                      fmt::format("a key path of at most {} components", kMaxJsonDepth - 1));
   json value;
-  try {
-    value = json::parse(text);
-  } catch (const json::exception&) {  // not JSON (or a number out of range): take it as text
-    value = text;
+  if (auto f = parse_bounded(text, kMaxJsonDepth - static_cast<int>(parts.size()), value)) {
+    // Not JSON (or a number out of range): take it as text. A limit on valid JSON is an error.
+    if (f->syntax)
+      value = text;
+    else
+      throw ConfigError(
+          source, f->key.empty() ? path : path + "." + f->key,
+          fmt::format("{} (in the value, column {})",
+                      f->key.empty() ? "value " + f->message : f->message, f->byte + 1));
   }
   json* node = &config;
-  std::size_t start = 0;
-  while (true) {
-    const auto dot = path.find('.', start);
-    const std::string part =
-        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (part.empty()) throw ConfigError(source, path, "empty key component");
+  for (const auto& part : parts) {
     // null: a section the config does not have yet, e.g. --set comm.style=blocking without "comm".
     if (!node->is_object() && !node->is_null())
       throw ConfigError(source, path, "cannot set a key inside a non-object value");
     node = &(*node)[part];
-    if (dot == std::string::npos) break;
-    start = dot + 1;
   }
-  *node = value;
+  *node = std::move(value);
+  return path;
 }
-
-namespace {}  // namespace
 
 Reader::Reader(const json& j, std::string source, std::string prefix)
     : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
@@ -127,9 +360,15 @@ Reader::Reader(const json& j, std::string source, std::string prefix)
 }
 
 std::string Reader::describe(const json& v) {
-  std::string d = v.dump();
-  if (d.size() > 40) d = d.substr(0, 37) + "...";
-  return fmt::format("{} {}", v.type_name(), d);
+  // A huge array is not dumped whole to show its first characters.
+  std::string d;
+  if (v.is_array() && v.size() > 16)
+    d = fmt::format("[... {} elements]", v.size());
+  else if (v.is_object() && v.size() > 16)
+    d = fmt::format("{{... {} keys}}", v.size());
+  else
+    d = v.dump(-1, ' ', true, json::error_handler_t::replace);
+  return fmt::format("{} {}", v.type_name(), excerpt(d, 40));
 }
 
 const json* Reader::get(const std::string& k) {
@@ -201,7 +440,7 @@ std::string Reader::one_of(const std::string& k, std::string def,
   std::string v = string(k, def);
   for (const auto& a : allowed)
     if (v == a) return v;
-  fail(k, fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), v));
+  fail(k, fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), excerpt(v)));
 }
 
 void Reader::reject_unknown(const std::function<std::string(const std::string&)>& hint) const {
@@ -224,12 +463,19 @@ CostSpec read_costs(Reader& r) {
   return c;
 }
 
-}  // namespace
+// A per_stage key: a stage number written one way only ("3", not "03", "+3", " 3" or "3.0"), so
+// that two keys cannot name the same stage.
+std::optional<int> stage_key(const std::string& k) {
+  if (k.empty() || k.size() > 9 || (k.size() > 1 && k[0] == '0')) return std::nullopt;
+  int stage = 0;
+  for (char ch : k) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    stage = stage * 10 + (ch - '0');
+  }
+  return stage;
+}
 
-Config parse_config(const json& j, const std::string& source) {
-  Config c;
-  c.source = source;
-  c.raw = j;
+void parse_into(Config& c, const json& j, const std::string& source) {
   Reader top(j, source, "");
   c.name = top.string("name", std::filesystem::path(source).stem().string());
   c.time_unit = top.one_of("time_unit", "ms", {"s", "ms", "us", "ns"});
@@ -245,7 +491,7 @@ Config parse_config(const json& j, const std::string& source) {
       std::vector<std::string> names = schedules::Registry::instance().names();
       for (const auto& one : SourceRegistry::instance().all())
         if (one.name != "generated") names.push_back(one.name);
-      s.fail("kind", fmt::format("unknown schedule \"{}\"; expected one of {}", c.kind,
+      s.fail("kind", fmt::format("unknown schedule \"{}\"; expected one of {}", excerpt(c.kind),
                                  fmt::join(names, ", ")));
     }
     c.program = src->read(s, c.kind);
@@ -256,17 +502,13 @@ Config parse_config(const json& j, const std::string& source) {
     if (const json* per = r.get("per_stage")) {
       Reader ps(*per, source, "costs.per_stage.");
       for (auto it = per->begin(); it != per->end(); ++it) {
-        int stage = -1;
-        try {
-          std::size_t used = 0;
-          stage = std::stoi(it.key(), &used);
-          if (used != it.key().size()) stage = -1;
-        } catch (const std::exception&) {
-        }
-        if (stage < 0)
-          ps.fail(it.key(), "expected a stage number as key, e.g. \"3\": {\"forward\": 1.5}");
+        const std::optional<int> stage = stage_key(it.key());
+        if (!stage)
+          ps.fail(it.key(),
+                  "expected a stage number as key, written without sign, leading zeros, spaces "
+                  "or decimals, e.g. \"3\": {\"forward\": 1.5}");
         Reader one(it.value(), source, fmt::format("costs.per_stage.{}.", it.key()));
-        c.stage_costs[stage] = read_costs(one);
+        c.stage_costs[*stage] = read_costs(one);
         one.reject_unknown();
         ps.get(it.key());
       }
@@ -277,6 +519,12 @@ Config parse_config(const json& j, const std::string& source) {
   if (const json* comm = top.get("comm")) {
     Reader r(*comm, source, "comm.");
     const auto& styles = schedules::LoweringRegistry::instance();
+    // A source that is not lowered (custom op lists write their comm ops out) takes no style.
+    const bool lowered = c.program->comm_style(c.lowering) == c.lowering.style;
+    if (!lowered && r.has("style"))
+      r.fail("style", fmt::format("not used by schedule '{}': its op lists write the "
+                                  "communication out",
+                                  c.kind));
     c.lowering.style = r.one_of("style", "async", styles.names());
     c.network.latency = r.number("latency", 0);
     c.network.bandwidth = r.number("bandwidth", 0);
@@ -285,14 +533,19 @@ Config parse_config(const json& j, const std::string& source) {
     c.network.matching =
         r.one_of("matching", "tag", {"tag", "fifo"}) == "tag" ? Matching::tag : Matching::fifo;
     // The chosen style's own parameters, as it declares them.
-    read_params(r, styles.find(c.lowering.style)->params, c.lowering.style, c.lowering.params);
+    if (lowered)
+      read_params(r, styles.find(c.lowering.style)->params, c.lowering.style, c.lowering.params);
     r.reject_unknown([&](const std::string& key) -> std::string {
       std::vector<std::string> users;
       for (const auto& st : styles.all())
         if (schedules::find_param(st.params, key)) users.push_back(st.name);
       if (users.empty()) return "";
-      return fmt::format("a parameter of comm style {}, not of \"{}\"", fmt::join(users, ", "),
-                         c.lowering.style);
+      if (!lowered)
+        return fmt::format(
+            "not used by schedule '{}': its op lists write the communication out "
+            "(a parameter of comm style {})",
+            c.kind, fmt::join(users, ", "));
+      return not_a_parameter_of("comm style", c.lowering.style, users);
     });
   }
   // Defaults of the style's parameters, so reports and sweeps see the values in force.
@@ -320,6 +573,37 @@ Config parse_config(const json& j, const std::string& source) {
     }
   }
   top.reject_unknown();
+}
+
+}  // namespace
+
+std::string Config::source_of(const std::string& key) const {
+  auto under = [](const std::string& k, const std::string& path) {
+    return k == path || (k.size() > path.size() && k.starts_with(path) &&
+                         (k[path.size()] == '.' || k[path.size()] == '['));
+  };
+  for (auto it = overrides.rbegin(); it != overrides.rend(); ++it)
+    if (under(key, it->first) || under(it->first, key)) return it->second;
+  return source;
+}
+
+Config parse_config(const json& j, const std::string& source,
+                    const std::vector<std::string>& overrides) {
+  Config c;
+  c.source = source;
+  c.raw = j;
+  for (const auto& o : overrides)
+    c.overrides.emplace_back(o.substr(0, o.find('=')), fmt::format("--set {}", excerpt(o, 80)));
+  try {
+    parse_into(c, j, source);
+  } catch (const ConfigError& e) {
+    // A bad value that came from --set is blamed on the flag, not on the file.
+    if (e.source() == source && !e.key().empty()) {
+      const std::string blame = c.source_of(e.key());
+      if (blame != source) throw ConfigError(blame, e.key(), e.message());
+    }
+    throw;
+  }
   return c;
 }
 
@@ -346,13 +630,9 @@ const Section* SectionRegistry::find(std::string_view name) const {
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  json j = parse_json_text(text.str(), path);
+  json j = parse_json_text(read_config_file(path), path);
   for (const auto& o : overrides) apply_override(j, o);
-  return parse_config(j, path);
+  return parse_config(j, path, overrides);
 }
 
 double microseconds_per_unit(const std::string& unit) {

@@ -3,10 +3,22 @@
 // `comm`) out of a config section, with one wording for every mistake.
 #include <fmt/format.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "ppsim/config/reader.hpp"
 #include "ppsim/schedules/params.hpp"
 
 namespace ppsim::config {
+
+// The one wording for a key the chosen extension does not declare while others do:
+// "not a parameter of schedule '1f1b' (used by: interleaved-1f1b)".
+inline std::string not_a_parameter_of(std::string_view what, std::string_view owner,
+                                      const std::vector<std::string>& users) {
+  return fmt::format("not a parameter of {} '{}' (used by: {})", what, owner,
+                     fmt::join(users, ", "));
+}
 
 inline void read_params(Reader& r, const std::vector<schedules::ParamSpec>& specs,
                         const std::string& owner, schedules::Params& out) {

@@ -94,6 +94,7 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
                             : fmt::format("{}/{}/M{}", base.name, kind, m);
         out.push_back(
             parse_config(j, fmt::format("{} (sweep {} M={} V={})", base.source, kind, m, v)));
+        out.back().overrides = base.overrides;
       }
     }
   }

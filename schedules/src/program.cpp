@@ -82,6 +82,10 @@ std::string Program::op_text(int rank, const Op& op) const {
 std::string Program::to_text() const {
   std::string out;
   for (int r = 0; r < ranks(); ++r) {
+    if (ops(r).empty()) {  // a blank line would not be a rank
+      out += "IDLE\n";
+      continue;
+    }
     bool first = true;
     for (const Op& op : ops(r)) {
       if (!first) out += ',';
@@ -100,10 +104,38 @@ struct Token {
   int column;  // 1-based
 };
 
-bool parse_int(std::string_view s, int& out) {
-  if (s.empty()) return false;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size() && out >= 0;
+// Stage, microbatch and request ids are below this (the bound of integers in configs).
+constexpr int kMaxIndex = 1'000'000'000;
+// The line that stands for a rank with no ops.
+constexpr std::string_view kIdle = "IDLE";
+
+// Input echoed in a message: printable ASCII kept, other bytes as \xNN, cut after `max` bytes.
+std::string excerpt(std::string_view text, std::size_t max = 60) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == max) {
+      out += "…";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f)
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
+// A decimal id >= 0: false when `s` is not one; `fail` when it is one but too large.
+template <typename Fail>
+bool parse_int(std::string_view s, int& out, std::string_view what, const Fail& fail) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  const std::string_view digits = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
+  if (digits.size() > 10 || std::stoll(std::string(digits)) >= kMaxIndex)
+    throw fail(
+        fmt::format("{} {} is out of range: ids are below {}", what, excerpt(s, 20), kMaxIndex));
+  out = static_cast<int>(std::stoll(std::string(digits)));
+  return true;
 }
 
 struct ParsedOp {
@@ -117,7 +149,7 @@ Op parse_simple(std::string_view t, const std::function<ParseError(const std::st
   std::size_t i = 0;
   while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
   int stage = 0;
-  if (!parse_int(t.substr(0, i), stage)) throw fail("expected a stage number first");
+  if (!parse_int(t.substr(0, i), stage, "stage", fail)) throw fail("expected a stage number first");
   std::string_view rest = t.substr(i);
   // Longest name first, so that "SEND_F" is not read as "S..." and "RESHARD" not as "R...".
   const OpKindInfo* kind = nullptr;
@@ -144,12 +176,14 @@ Op parse_simple(std::string_view t, const std::function<ParseError(const std::st
   }
   const auto hash = rest.find('#');
   int mb = 0;
-  if (!parse_int(rest.substr(0, hash), mb)) throw fail("expected a microbatch number");
+  if (!parse_int(rest.substr(0, hash), mb, "microbatch", fail))
+    throw fail("expected a microbatch number");
   op.microbatch = mb;
   if (hash != std::string_view::npos) {
     if (!is_comm(op.kind)) throw fail("only SEND/RECV ops take a #request id");
     int req = 0;
-    if (!parse_int(rest.substr(hash + 1), req)) throw fail("request id must be an integer >= 0");
+    if (!parse_int(rest.substr(hash + 1), req, "request id", fail))
+      throw fail("request id must be an integer >= 0");
     op.async = true;
     op.request = req;
   }
@@ -159,16 +193,18 @@ Op parse_simple(std::string_view t, const std::function<ParseError(const std::st
 ParsedOp parse_op(const Token& tok, int line) {
   const std::string_view t = tok.text;
   const std::function<ParseError(const std::string&)> fail = [&](const std::string& why) {
-    return ParseError(line, tok.column, fmt::format("bad op '{}': {}", t, why));
+    return ParseError(line, tok.column, fmt::format("bad op '{}': {}", excerpt(t), why));
   };
   ParsedOp out;
+  if (t == kIdle) throw fail("IDLE marks a rank with no ops and stands alone on its line");
   if (t.starts_with("WAIT")) {
     if (t.size() < 6 || t[4] != '(' || t.back() != ')') throw fail("expected WAIT(id;id;...)");
     std::string_view body = t.substr(5, t.size() - 6);
     while (!body.empty()) {
       const auto semi = body.find(';');
       int id = 0;
-      if (!parse_int(body.substr(0, semi), id)) throw fail("request ids must be integers >= 0");
+      if (!parse_int(body.substr(0, semi), id, "request id", fail))
+        throw fail("request ids must be integers >= 0");
       out.wait_ids.push_back(id);
       if (out.wait_ids.size() > kMaxListSize)
         throw fail(fmt::format("a WAIT holds at most {} request ids", kMaxListSize));
@@ -185,7 +221,7 @@ ParsedOp parse_op(const Token& tok, int line) {
     if (close == std::string_view::npos) throw fail("expected (a;b)OVERLAP_F_B");
     const std::string_view kind = t.substr(close + 1);
     if (kind != to_string(OpKind::OVERLAP_F_B))
-      throw fail(fmt::format("unknown composite '{}': expected OVERLAP_F_B", kind));
+      throw fail(fmt::format("unknown composite '{}': expected OVERLAP_F_B", excerpt(kind)));
     std::string_view body = t.substr(1, close - 1);
     while (true) {
       const auto semi = body.find(';');
@@ -227,8 +263,19 @@ Program Program::parse(std::string_view text, Routes routes) {
     const auto nl = text.find('\n');
     std::string_view raw = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (trim(raw).empty() || trim(raw).front() == '#') continue;
+    // Comments are skipped; a blank line is an error rather than a rank that silently vanishes
+    // (the text's final newline ends its last line and starts none).
+    if (trim(raw).empty())
+      throw ParseError(line_no, 1,
+                       fmt::format("line {} is empty: write IDLE for a rank that runs no ops "
+                                   "(a blank line is not a rank)",
+                                   line_no));
+    if (trim(raw).front() == '#') continue;
     Line line{line_no, {}};
+    if (trim(raw) == kIdle) {
+      lines.push_back(std::move(line));
+      continue;
+    }
     std::size_t pos = 0;
     while (pos <= raw.size()) {
       const auto comma = raw.find(',', pos);
@@ -248,6 +295,8 @@ Program Program::parse(std::string_view text, Routes routes) {
       if (comma == std::string_view::npos) break;
       pos = comma + 1;
     }
+    if (line.ops.empty())
+      throw ParseError(line_no, 1, "no ops on this line: write IDLE for a rank that runs no ops");
     lines.push_back(std::move(line));
   }
   if (lines.empty()) throw ParseError(1, 1, "no ranks: expected one line of ops per rank");
@@ -258,11 +307,9 @@ Program Program::parse(std::string_view text, Routes routes) {
   auto sight = [&](int pass, std::size_t r, const Op& op) {
     max_mb = std::max(max_mb, op.microbatch);
     const int stage = op.stage;
-    // Without routes the stages form one pipeline, so a SEND_F or RECV_B names the stage after it
-    // too; with routes, the routes say how many stages there are.
-    const bool names_next =
-        routes.stages() == 0 && (op.kind == OpKind::SEND_F || op.kind == OpKind::RECV_B);
-    max_stage = std::max(max_stage, stage + (names_next ? 1 : 0));
+    // The stages are those the ops name. A SEND_F from the last one (no next stage) is not a
+    // stage more: validation reports it as bad_comm.
+    max_stage = std::max(max_stage, stage);
     if (pass == 0 && !is_compute(op.kind)) return;
     if (pass == 1 && owner.count(stage)) return;
     auto [it, inserted] =
@@ -288,18 +335,28 @@ Program Program::parse(std::string_view text, Routes routes) {
   }
   if (routes.stages() != 0) {
     if (max_stage >= routes.stages())
-      throw ParseError(1, 1,
+      throw ParseError(0, 0,
                        fmt::format("the ops name stage {}, but the routes are over stages 0..{}",
                                    max_stage, routes.stages() - 1));
     max_stage = routes.stages() - 1;
+  }
+  // Every stage up to the largest must appear: checked on the map, before sizing anything by
+  // the largest stage id.
+  if (owner.size() != static_cast<std::size_t>(max_stage + 1)) {
+    int missing = 0;
+    for (const auto& [s, where] : owner) {
+      if (s != missing) break;
+      ++missing;
+    }
+    throw ParseError(0, 0,
+                     fmt::format("stage {} appears in no op: cannot place it on a rank (the ops "
+                                 "name stages up to {})",
+                                 missing, max_stage));
   }
   std::vector<StagePlace> placement(static_cast<std::size_t>(max_stage + 1));
   std::vector<int> chunk_count(lines.size(), 0);
   for (int s = 0; s <= max_stage; ++s) {
     auto it = owner.find(s);
-    if (it == owner.end())
-      throw ParseError(1, 1,
-                       fmt::format("stage {} appears in no op: cannot place it on a rank", s));
     const int r = it->second.first;
     placement[static_cast<std::size_t>(s)] = {r, chunk_count[static_cast<std::size_t>(r)]++};
   }

@@ -2,8 +2,9 @@
 // optional routes for programs whose microbatches take different paths (DualPipe).
 #include <fmt/format.h>
 
-#include <sstream>
+#include <string_view>
 
+#include "../param_reader.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
@@ -12,19 +13,24 @@ namespace ppsim::config::sources {
 
 namespace {
 
+// The text form's positionless errors (line 0) are about the whole list; the others name a line.
 class CustomSpec : public ProgramSpec {
  public:
-  CustomSpec(std::vector<std::string> lines, std::optional<schedules::Routes> routes)
-      : lines_(std::move(lines)), routes_(std::move(routes)) {}
+  // `array`: one element per rank (errors name schedule.ops[rank]); else one text, a line per rank.
+  CustomSpec(std::string text, bool array, std::optional<schedules::Routes> routes)
+      : text_(std::move(text)), array_(array), routes_(std::move(routes)) {}
   schedules::Program build(const schedules::LoweringOptions&,
                            const std::string& source) const override {
-    std::string text;
-    for (const auto& line : lines_) text += line + "\n";
     try {
-      return schedules::Program::parse(text, routes_.value_or(schedules::Routes{}));
+      return schedules::Program::parse(text_, routes_.value_or(schedules::Routes{}));
     } catch (const schedules::ParseError& e) {
-      throw ConfigError(source, fmt::format("schedule.ops[{}]", e.line() - 1),
-                        fmt::format("column {}: {}", e.column(), e.what()));
+      if (e.line() <= 0) throw ConfigError(source, "schedule.ops", e.what());
+      if (array_)
+        throw ConfigError(source, fmt::format("schedule.ops[{}]", e.line() - 1),
+                          fmt::format("column {}: {}", e.column(), e.what()));
+      throw ConfigError(source, "schedule.ops",
+                        fmt::format("line {} (rank {}), column {}: {}", e.line(),
+                                    rank_of_line(e.line()), e.column(), e.what()));
     } catch (const schedules::ParameterError& e) {
       throw ConfigError(source, "schedule." + e.key(), e.what());
     }
@@ -33,7 +39,25 @@ class CustomSpec : public ProgramSpec {
   bool sweepable() const override { return false; }
 
  private:
-  std::vector<std::string> lines_;
+  // The rank a line of the text form is (or would be): the op lines before it, comments skipped.
+  int rank_of_line(int line) const {
+    int rank = 0, at = 1;
+    std::size_t pos = 0;
+    while (at < line && pos < text_.size()) {
+      const auto nl = text_.find('\n', pos);
+      const std::string_view raw = std::string_view(text_).substr(
+          pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      const auto first = raw.find_first_not_of(" \t\r");
+      if (first != std::string_view::npos && raw[first] != '#') ++rank;
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+      ++at;
+    }
+    return rank;
+  }
+
+  std::string text_;
+  bool array_;
   std::optional<schedules::Routes> routes_;
 };
 
@@ -54,6 +78,16 @@ std::vector<std::int32_t> int_list(Reader& r, const std::string& key, const nloh
 schedules::Routes read_routes(Reader& s, const nlohmann::json& v) {
   if (!v.is_array() || v.empty())
     s.fail("routes", "expected an array of {\"stages\": [...], \"microbatches\": [...]}");
+  // Every stage is on some route and every microbatch on one, so ids are below the number of
+  // entries: bounding them so keeps the tables (routes x stages) as small as the text.
+  std::size_t stage_entries = 0, mb_entries = 0;
+  for (const auto& one : v) {
+    if (one.is_object() && one.contains("stages") && one["stages"].is_array())
+      stage_entries += one["stages"].size();
+    if (one.is_object() && one.contains("microbatches") && one["microbatches"].is_array())
+      mb_entries += one["microbatches"].size();
+  }
+  constexpr std::size_t kMaxRouteCells = std::size_t{1} << 24;
   std::vector<std::vector<std::int32_t>> paths;
   std::vector<std::int32_t> of_mb;
   int stages = 0;
@@ -64,8 +98,19 @@ schedules::Routes read_routes(Reader& s, const nlohmann::json& v) {
     if (!st) one.fail("stages", "is required: the stages of this route in forward order");
     if (!mb) one.fail("microbatches", "is required: the microbatches that take this route");
     paths.push_back(int_list(one, "stages", *st));
-    for (auto x : paths.back()) stages = std::max(stages, x + 1);
+    for (auto x : paths.back()) {
+      if (static_cast<std::size_t>(x) >= stage_entries)
+        one.fail("stages", fmt::format("stage {} is out of range: the routes name {} stages in "
+                                       "all, so stage ids are below {}",
+                                       x, stage_entries, stage_entries));
+      stages = std::max(stages, x + 1);
+    }
     for (std::int32_t m : int_list(one, "microbatches", *mb)) {
+      if (static_cast<std::size_t>(m) >= mb_entries)
+        one.fail("microbatches",
+                 fmt::format("microbatch {} is out of range: the routes list {} microbatches in "
+                             "all, so their ids are 0..{}",
+                             m, mb_entries, mb_entries - 1));
       if (static_cast<std::size_t>(m) >= of_mb.size())
         of_mb.resize(static_cast<std::size_t>(m) + 1, -1);
       if (of_mb[static_cast<std::size_t>(m)] >= 0)
@@ -75,6 +120,10 @@ schedules::Routes read_routes(Reader& s, const nlohmann::json& v) {
     }
     one.reject_unknown();
   }
+  if (v.size() * static_cast<std::size_t>(stages) > kMaxRouteCells)
+    s.fail("routes", fmt::format("{} routes over {} stages are too many: routes x stages is at "
+                                 "most {}",
+                                 v.size(), stages, kMaxRouteCells));
   for (std::size_t m = 0; m < of_mb.size(); ++m)
     if (of_mb[m] < 0) s.fail("routes", fmt::format("microbatch {} is on no route", m));
   try {
@@ -89,28 +138,45 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
   if (!ops || !(ops->is_array() || ops->is_string()))
     s.fail("ops",
            "kind \"custom\" needs ops: an array with one op string per rank (\"0F0,0F1,...\")");
-  std::vector<std::string> lines;
-  if (ops->is_string()) {
-    std::istringstream in(ops->get<std::string>());
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string text;
+  const bool array = ops->is_array();
+  if (!array) {
+    text = ops->get<std::string>();
   } else {
+    // One element is one rank: no element may hide a rank or add one.
     for (std::size_t i = 0; i < ops->size(); ++i) {
+      const std::string key = fmt::format("ops[{}]", i);
       if (!(*ops)[i].is_string())
-        s.fail(fmt::format("ops[{}]", i),
-               fmt::format("expected a string of ops, got {}", Reader::describe((*ops)[i])));
-      lines.push_back((*ops)[i].get<std::string>());
+        s.fail(key, fmt::format("expected a string of ops, got {}", Reader::describe((*ops)[i])));
+      const std::string& line = (*ops)[i].get_ref<const std::string&>();
+      const auto first = line.find_first_not_of(" \t\r");
+      if (first == std::string::npos)
+        s.fail(key, fmt::format("rank {} has no ops: write \"IDLE\" for a rank that runs "
+                                "nothing (an empty element is not skipped)",
+                                i));
+      if (line.find('\n') != std::string::npos)
+        s.fail(key,
+               "one element is one rank's ops and holds no newline (the one-string form of "
+               "ops takes a line per rank)");
+      if (line[first] == '#')
+        s.fail(key,
+               "one element is one rank's ops: '#' comments belong to the one-string form "
+               "of ops");
+      text += line;
+      text += '\n';
     }
   }
   std::optional<schedules::Routes> routes;
   if (const nlohmann::json* r = s.get("routes")) routes = read_routes(s, *r);
   s.reject_unknown([](const std::string& key) -> std::string {
+    std::vector<std::string> users;
     for (const auto& g : schedules::Registry::instance().all())
-      if (schedules::find_param(g.params, key))
-        return "a custom schedule takes ops (and routes), not generator parameters: its op "
-               "lists say it all";
-    return "";
+      if (schedules::find_param(g.params, key)) users.push_back(g.name);
+    if (users.empty()) return "";
+    return not_a_parameter_of("schedule", "custom", users) +
+           ": a custom schedule takes ops (and routes), its op lists say the rest";
   });
-  return std::make_shared<CustomSpec>(std::move(lines), std::move(routes));
+  return std::make_shared<CustomSpec>(std::move(text), array, std::move(routes));
 }
 
 }  // namespace

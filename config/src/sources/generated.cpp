@@ -48,8 +48,7 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string& kind) {
     for (const auto& other : schedules::Registry::instance().all())
       if (schedules::find_param(other.params, key)) users.push_back(other.name);
     if (users.empty()) return "";
-    return fmt::format("{} does not take it; it is a parameter of {}", g->name,
-                       fmt::join(users, ", "));
+    return not_a_parameter_of("schedule", g->name, users);
   });
   return std::make_shared<GeneratedSpec>(g->name, std::move(params));
 }

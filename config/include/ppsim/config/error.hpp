@@ -1,8 +1,10 @@
 #pragma once
 // Bad input: names the source (file or command-line flag), the key or line:column, and what was
 // expected. what() is the full message. The CLI turns it into exit code 2.
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ppsim::config {
 
@@ -11,9 +13,15 @@ class ConfigError : public std::runtime_error {
   ConfigError(const std::string& source, const std::string& key, const std::string& message);
   const std::string& source() const { return source_; }
   const std::string& key() const { return key_; }
+  // what() without the "SOURCE: key 'K': " prefix.
+  const std::string& message() const { return message_; }
 
  private:
-  std::string source_, key_;
+  std::string source_, key_, message_;
 };
+
+// Text from the input made safe to echo in a message: bytes that are not printable ASCII or valid
+// UTF-8 shown as \xNN, control characters escaped, cut after `max` characters with "…".
+std::string excerpt(std::string_view text, std::size_t max = 60);
 
 }  // namespace ppsim::config
