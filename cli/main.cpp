@@ -29,8 +29,8 @@ int run_cli(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "simulate one config and print its metrics");
   run->add_option("config", config, "JSON config file")->required();
   run->add_flag("--json", json, "print one JSON object (docs/METRICS.md)");
-  run->add_option("--trace", trace_file,
-                  "write a Chrome trace (open in Perfetto or chrome://tracing)");
+  auto* trace_opt = run->add_option("--trace", trace_file,
+                                    "write a Chrome trace (open in Perfetto or chrome://tracing)");
   add_set(run);
 
   std::vector<std::string> configs;
@@ -67,6 +67,10 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kOk : kBadInput;
+  }
+  if (*run && trace_opt->count() > 0 && trace_file.empty()) {  // not "no trace": a mistake
+    std::cerr << "ppsim: error: --trace: the file name is empty\n";
+    return kBadInput;
   }
   if (*run) return cmd_run(config, json, trace_file, common);
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);

@@ -54,6 +54,8 @@ fi
 ln -s loop2 "$tmp/loop1"; ln -s loop1 "$tmp/loop2"
 expect 2 run "$cfg" --trace "$tmp/loop1"
 has "Too many levels of symbolic links"
+expect 2 run "$cfg" --trace ""
+has "--trace: the file name is empty"
 expect 2 run "$cfg" --trace "$tmp/no/such/dir/t.json"
 has "No such file or directory"
 if [ "$(id -u)" != 0 ]; then  # root may write anything
@@ -106,7 +108,7 @@ for sig in INT TERM HUP; do
   done
   [ -n "$t" ] || bad "SIG$sig: no temporary seen while writing"
   kill -$sig $pid
-  wait $pid
+  wait $pid 2>/dev/null
   rc=$?
   case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
   [ "$rc" = "$want" ] && good "SIG$sig -> $rc" || bad "SIG$sig: exit $rc, expected $want"
