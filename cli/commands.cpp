@@ -1,15 +1,18 @@
 #include "commands.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
+#include <climits>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
+#include "messages.hpp"
+#include "output_file.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/sweep.hpp"
 #include "ppsim/schedules/generator.hpp"
@@ -24,83 +27,173 @@ namespace ppsim::cli {
 
 namespace {
 
-constexpr int kOk = 0, kWrong = 1, kBadInput = 2;
-
-int bad_input(const std::string& message) {
-  std::cerr << "ppsim: error: " << message << "\n";
-  return kBadInput;
+// The key an override sets: "schedule.ranks" of "schedule.ranks=4".
+std::string override_key(const std::string& assignment) {
+  return assignment.substr(0, assignment.find('='));
 }
 
-// Write through a temporary file so a failure never leaves a partial output behind.
-void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& body) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  try {
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw config::ConfigError(path, "", "cannot open the output file for writing");
-      body(out);
-      out.flush();
-      if (!out) throw config::ConfigError(path, "", "write failed");
-    }
-    std::filesystem::rename(tmp, path);
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
+// True when an error about `key` is about what the override of `set` wrote: the same key, a key
+// inside the value it wrote, or the section that the written key sits in (an unknown key).
+bool blames(const std::string& set, const std::string& key) {
+  auto inside = [](const std::string& a, const std::string& b) {  // a is below b
+    return a.size() > b.size() && a.starts_with(b) && (a[b.size()] == '.' || a[b.size()] == '[');
+  };
+  return set == key || inside(key, set) || inside(set, key);
 }
 
-// Runs `body`, turning bad input into exit code 2 with a message naming file and key.
-template <typename F>
-int guarded(const std::string& source, F&& body) {
+// A ConfigError as the user should read it: a value that came from --set is blamed on the
+// `--set KEY=VALUE` that wrote it (the file is named too), and echoed assignments are shortened.
+std::string config_message(const config::ConfigError& e,
+                           const std::vector<std::string>& overrides) {
+  const std::string what = e.what();
+  const std::string rest = what.starts_with(e.source() + ": ")
+                               ? what.substr(e.source().size() + 2)
+                               : what;  // the message after "SOURCE: "
+  // Values echoed by the reader may be huge or binary: cut them (the file name is left whole).
+  const std::string body = shorten_long_words(rest);
+  if (e.source().starts_with("--set "))  // apply_override's own errors
+    return fmt::format("--set {}: {}", printable(e.source().substr(6)), body);
+  for (auto it = overrides.rbegin(); !e.key().empty() && it != overrides.rend(); ++it)
+    if (blames(override_key(*it), e.key()))
+      return fmt::format("--set {}: {} (config {})", printable(*it), body, e.source());
+  return what.starts_with(e.source() + ": ") ? e.source() + ": " + body : what;
+}
+
+// Runs `body`; bad input and output errors become exit code 2 and are handed to `report`
+// (by default: "ppsim: error: MESSAGE" on stderr).
+template <typename F, typename R>
+int guarded(const std::string& source, const CommonOptions& common, F&& body, R&& report) {
   try {
     return body();
   } catch (const std::bad_alloc&) {  // parameters too large for memory: bad input, not a crash
-    return bad_input(
-        fmt::format("{}: out of memory: the schedule is too large to simulate", source));
+    report(fmt::format("{}: out of memory: the schedule is too large to simulate", source));
   } catch (const std::length_error&) {
-    return bad_input(fmt::format("{}: the schedule is too large to simulate", source));
+    report(fmt::format("{}: the schedule is too large to simulate", source));
   } catch (const config::ConfigError& e) {
-    return bad_input(e.what());
+    report(config_message(e, common.overrides));
+  } catch (const UsageError& e) {
+    report(e.what());
+  } catch (const OutputError& e) {
+    report(e.what());
   } catch (const sim::SimulationError& e) {
-    return bad_input(e.what());
+    report(e.what());
   } catch (const std::filesystem::filesystem_error& e) {
-    return bad_input(e.what());
+    report(e.what());
+  } catch (const std::exception& e) {  // a bug, but `check A B C` still reports B and C
+    report(fmt::format("{}: internal error: {}", source, e.what()));
   }
+  return kBadInput;
+}
+
+void to_stderr(const std::string& message) {
+  std::cerr << "ppsim: error: " << message << "\n";
+}
+
+template <typename F>
+int guarded(const std::string& source, const CommonOptions& common, F&& body) {
+  return guarded(source, common, std::forward<F>(body), to_stderr);
+}
+
+// `text` with every line but the first indented by `n` spaces, so that the elements of a JSON
+// array streamed one by one read as json::dump(2) of the whole array.
+std::string indent_lines(const std::string& text, int n) {
+  std::string out(static_cast<std::size_t>(n), ' ');
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out.append(static_cast<std::size_t>(n), ' ');
+  }
+  return out;
+}
+
+bool known_schedule(const std::string& name) {
+  for (const auto& g : schedules::Registry::instance().all())
+    if (g.name == name || std::ranges::find(g.aliases, name) != g.aliases.end()) return true;
+  return false;
 }
 
 }  // namespace
 
+std::vector<std::string> split_list(const std::string& option,
+                                    const std::vector<std::string>& raw) {
+  std::vector<std::string> out;
+  for (const auto& arg : raw) {
+    std::size_t start = 0, index = 1;
+    while (true) {
+      const auto comma = arg.find(',', start);
+      std::string item = arg.substr(start, comma == std::string::npos ? comma : comma - start);
+      if (item.empty())
+        throw UsageError(fmt::format("{} '{}': element {} is empty (write a list as 8,16,32)",
+                                     option, printable(arg), index));
+      out.push_back(std::move(item));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+      ++index;
+    }
+  }
+  return out;
+}
+
+std::vector<int> parse_positive_list(const std::string& option,
+                                     const std::vector<std::string>& raw) {
+  std::vector<int> out;
+  for (const auto& item : split_list(option, raw)) {
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && v > INT_MAX))
+      throw UsageError(
+          fmt::format("{}: '{}' is too large (at most {})", option, printable(item), INT_MAX));
+    if (ec != std::errc() || end != item.data() + item.size())
+      throw UsageError(fmt::format("{}: '{}' is not an integer", option, printable(item)));
+    if (v < 1)
+      throw UsageError(fmt::format("{}: '{}' must be at least 1", option, printable(item)));
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
 int cmd_run(const std::string& path, bool json, const std::string& trace_file,
             const CommonOptions& common) {
-  return guarded(path, [&] {
+  return guarded(path, common, [&] {
     const config::Config cfg = config::load_config(path, common.overrides);
-    const record::RunRecord a = sim::analyze(cfg, {.trace = !trace_file.empty()});
-    if (!trace_file.empty()) {
-      if (!a.trace)
-        return bad_input(fmt::format("{}: the program is invalid, no trace to write:\n{}", path,
-                                     viz::summary_text(a)));
-      write_atomically(trace_file, [&](std::ostream& out) {
-        viz::write_chrome_trace(out, *a.trace, *a.program,
-                                {config::microseconds_per_unit(cfg.time_unit), cfg.name});
-      });
+    // Opened before the simulation: a bad path fails at once, and the temporary is cleaned up
+    // whatever happens next.
+    std::optional<OutputFile> trace;
+    if (!trace_file.empty()) trace.emplace(trace_file);
+    const record::RunRecord a = sim::analyze(cfg, {.trace = trace.has_value()});
+    int code = a.ok() ? kOk : kWrong;
+    const bool invalid = trace && !a.trace;
+    if (invalid) {
+      trace->abandon();  // no trace of a program that cannot run; whatever was at the path stays
+      code = kWrong;
+    } else if (trace) {
+      viz::write_chrome_trace(trace->stream(), *a.trace, *a.program,
+                              {config::microseconds_per_unit(cfg.time_unit), cfg.name});
+      trace->commit();
     }
     if (json)
       std::cout << viz::to_json(a).dump(2) << "\n";
     else
       std::cout << viz::summary_text(a);
-    return a.ok() ? kOk : kWrong;
+    if (invalid)
+      std::cerr << fmt::format("ppsim: {}: trace not written: the program is invalid\n",
+                               trace_file);
+    return code;
   });
 }
 
 int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
-                const std::vector<std::string>& kinds, const std::vector<int>& microbatches,
-                const std::vector<int>& chunks, const CommonOptions& common) {
-  return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
+                const SweepOptions& sweep, const CommonOptions& common) {
+  return guarded(fmt::format("{}", fmt::join(paths, ", ")), common, [&] {
+    const config::SweepAxes axes{split_list("--schedules", sweep.schedules),
+                                 parse_positive_list("--microbatches", sweep.microbatches),
+                                 parse_positive_list("--chunks", sweep.chunks)};
+    for (const auto& kind : axes.kinds)
+      if (!known_schedule(kind))
+        throw UsageError(
+            fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)", printable(kind)));
     std::vector<record::RunRecord> runs;
     for (const auto& path : paths) {
       const config::Config base = config::load_config(path, common.overrides);
-      const config::SweepAxes axes{kinds, microbatches, chunks};
       if (!config::sweep_requested(axes)) {
         runs.push_back(sim::analyze(base));
         continue;
@@ -123,20 +216,54 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
 }
 
 int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOptions& common) {
+  // Every file is reported in its place, each as soon as it is done (a later crash or kill loses
+  // nothing already checked); the exit code is the worst of all.
   int code = kOk;
-  nlohmann::json arr = nlohmann::json::array();
+  bool first = true;
+  auto emit_json = [&](nlohmann::json entry) {
+    std::cout << (first ? "[\n" : ",\n") << indent_lines(entry.dump(2), 2);
+    first = false;
+  };
   for (const auto& path : paths) {
-    const int one = guarded(path, [&] {
-      const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides));
-      if (json)
-        arr.push_back(viz::check_json(a, path));
-      else
-        std::cout << viz::check_text(a, path);
-      return a.ok() ? kOk : kWrong;
-    });
+    std::string error;
+    const int one = guarded(
+        path, common,
+        [&] {
+          const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides));
+          const int c = a.ok() ? kOk : kWrong;
+          if (json) {
+            nlohmann::json entry = viz::check_json(a, path);
+            entry["exit_code"] = c;
+            emit_json(std::move(entry));
+          } else {
+            std::cout << viz::check_text(a, path);
+          }
+          return c;
+        },
+        [&](const std::string& message) { error = message; });
+    if (one == kBadInput) {
+      if (json) {
+        std::cerr << "ppsim: error: " << error << "\n";
+        emit_json({{"config", path},
+                   {"name", nullptr},
+                   {"ok", false},
+                   {"verdict", "error"},
+                   {"errors", nlohmann::json::array()},
+                   {"deadlock", nullptr},
+                   {"exit_code", kBadInput},
+                   {"error", error}});
+      } else {
+        // The message usually starts with the path (and line:column) already; say it once.
+        std::cout << (error.starts_with(path + ":") ? "ERROR " + error
+                                                    : fmt::format("ERROR {}: {}", path, error))
+                  << "\n";
+      }
+    }
     code = std::max(code, one);
+    std::cout.flush();
+    if (!std::cout) return kBadInput;  // stdout is gone: main says why
   }
-  if (json) std::cout << arr.dump(2) << "\n";
+  if (json) std::cout << "\n]\n";
   return code;
 }
 
@@ -164,7 +291,7 @@ int cmd_list() {
 }
 
 int cmd_export(const std::string& path, const CommonOptions& common) {
-  return guarded(path, [&] {
+  return guarded(path, common, [&] {
     const config::Prepared run = config::prepare(config::load_config(path, common.overrides));
     std::cout << run.program->to_text();
     return kOk;

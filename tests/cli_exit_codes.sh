@@ -36,7 +36,7 @@ echo '{"schedule": {"kind": "1f1b", "ranks": 4,}}' > "$tmp/bad.json"
 expect 2 run "$tmp/bad.json" --trace "$tmp/bad-trace.json"
 [ -e "$tmp/bad-trace.json" ] && { echo "FAIL: partial trace left behind"; fail=1; }
 expect 2 run "$SRC/configs/1f1b.json" --trace "$tmp/no/such/dir/t.json"
-leftovers=$(ls "$tmp" | grep -c tmp || true)
+leftovers=$(ls -A "$tmp" | grep -c '^\.ppsim-' || true)
 [ "$leftovers" = 0 ] || { echo "FAIL: temporary files left: $(ls "$tmp")"; fail=1; }
 
 if [ $fail = 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi

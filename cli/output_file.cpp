@@ -1,0 +1,326 @@
+#include "output_file.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+
+namespace ppsim::cli {
+
+namespace {
+
+std::string reason(int err) {
+  return std::strerror(err);
+}
+
+// Temporaries that a signal handler must remove. Fixed storage: the handler may only read memory
+// and call async-signal-safe functions (unlink, signal, raise).
+constexpr int kSlots = 8;
+char g_temp_path[kSlots][PATH_MAX];
+volatile std::sig_atomic_t g_temp_used[kSlots] = {};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+bool g_handlers_installed = false;
+
+extern "C" void remove_temporaries_and_die(int sig) {
+  for (int i = 0; i < kSlots; ++i)
+    if (g_temp_used[i]) ::unlink(g_temp_path[i]);
+  // SA_RESETHAND restored the default action; the signal stays blocked until we return, then
+  // kills us, so the parent sees "killed by SIGINT" (a shell reports 128 + N: 130, 143, 129).
+  ::raise(sig);
+}
+
+void install_handlers() {
+  if (g_handlers_installed) return;
+  g_handlers_installed = true;
+  for (int sig : kSignals) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;  // ignored
+    struct sigaction sa {};
+    sa.sa_handler = remove_temporaries_and_die;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+// Blocks the cleanup signals while a temporary is created or renamed, so that the handler never
+// sees a file that exists but is not registered, or a registered name that another file took.
+class SignalBlock {
+ public:
+  SignalBlock() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kSignals) sigaddset(&set, sig);
+    ::sigprocmask(SIG_BLOCK, &set, &old_);
+  }
+  ~SignalBlock() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  SignalBlock(const SignalBlock&) = delete;
+  SignalBlock& operator=(const SignalBlock&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+int register_temp(const std::string& path) {  // call with signals blocked
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    if (g_temp_used[i]) continue;
+    std::memcpy(g_temp_path[i], path.c_str(), path.size() + 1);
+    g_temp_used[i] = 1;
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temp(const std::string& path) {  // call with signals blocked
+  for (int i = 0; i < kSlots; ++i)
+    if (g_temp_used[i] && path == g_temp_path[i]) g_temp_used[i] = 0;
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+mode_t current_umask() {  // the CLI is single-threaded; there is no way to read it otherwise
+  const mode_t m = ::umask(0);
+  ::umask(m);
+  return m;
+}
+
+}  // namespace
+
+// ---- FdStreamBuf ----
+
+FdStreamBuf::FdStreamBuf(int fd, std::size_t buffer_size) : fd_(fd), buffer_(buffer_size) {
+  setp(buffer_.data(), buffer_.data() + buffer_.size());
+}
+
+FdStreamBuf::~FdStreamBuf() {
+  flush_all();
+}
+
+bool FdStreamBuf::write_all(const char* data, std::size_t size) {
+  while (size > 0 && error_ == 0) {
+    const ssize_t n = ::write(fd_, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error_ = errno;
+    } else if (n == 0) {
+      error_ = EIO;
+    } else {
+      data += n;
+      size -= static_cast<std::size_t>(n);
+    }
+  }
+  return error_ == 0;
+}
+
+bool FdStreamBuf::flush_all() {
+  const bool ok = write_all(pbase(), static_cast<std::size_t>(pptr() - pbase()));
+  setp(buffer_.data(), buffer_.data() + buffer_.size());  // after a failure: drop the rest
+  return ok;
+}
+
+FdStreamBuf::int_type FdStreamBuf::overflow(int_type ch) {
+  if (!flush_all()) return traits_type::eof();
+  if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
+  *pptr() = traits_type::to_char_type(ch);
+  pbump(1);
+  return ch;
+}
+
+int FdStreamBuf::sync() {
+  return flush_all() ? 0 : -1;
+}
+
+std::streamsize FdStreamBuf::xsputn(const char* s, std::streamsize n) {
+  if (error_ != 0) return 0;
+  const auto size = static_cast<std::size_t>(n);
+  if (size <= static_cast<std::size_t>(epptr() - pptr())) {
+    std::memcpy(pptr(), s, size);
+    pbump(static_cast<int>(n));
+    return n;
+  }
+  if (!flush_all()) return 0;
+  if (size >= buffer_.size()) return write_all(s, size) ? n : 0;
+  std::memcpy(pptr(), s, size);
+  pbump(static_cast<int>(n));
+  return n;
+}
+
+// ---- OutputFile ----
+
+std::string resolve_output_path(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : PATH_MAX) + 1);
+    const ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size());
+    if (n < 0)
+      throw OutputError(fmt::format("{}: cannot read the symbolic link: {}", path, reason(errno)));
+    std::string link(buf.data(), static_cast<std::size_t>(n));
+    p = link.starts_with('/') ? link : parent_dir(p) + "/" + link;
+  }
+  throw OutputError(fmt::format("{}: cannot write: {}", path, reason(ELOOP)));
+}
+
+OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) throw OutputError("output file: the path is empty");
+  target_ = resolve_output_path(path_);
+  const std::string shown = target_ == path_ ? path_ : fmt::format("{} (-> {})", path_, target_);
+  mode_t mode = 0666 & ~current_umask();
+  struct stat st {};
+  if (::lstat(target_.c_str(), &st) == 0) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      mode_ = OutputMode::direct;
+    } else if (!S_ISREG(st.st_mode)) {
+      throw OutputError(fmt::format(
+          "{}: refusing to replace {} (only regular files are replaced; character devices and "
+          "FIFOs are written to)",
+          shown, kind_of(st.st_mode)));
+    } else {
+      // The rename would replace a file that a plain write could not: refuse the same way.
+      if (::access(target_.c_str(), W_OK) != 0)
+        throw OutputError(fmt::format("{}: cannot write: {}", shown, reason(errno)));
+      mode = st.st_mode & 07777;
+    }
+  } else if (errno != ENOENT) {
+    throw OutputError(fmt::format("{}: cannot write: {}", shown, reason(errno)));
+  }
+
+  if (mode_ == OutputMode::direct) {
+    do {  // a FIFO blocks here until someone reads it, as a shell redirection does
+      fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    } while (fd_ < 0 && errno == EINTR);
+    if (fd_ < 0) throw OutputError(fmt::format("{}: cannot open: {}", shown, reason(errno)));
+  } else {
+    install_handlers();
+    const std::string dir = parent_dir(target_);
+    std::string templ = (dir == "/" ? "" : dir) + "/.ppsim-XXXXXX";
+    int err = 0;
+    {
+      SignalBlock block;
+      fd_ = ::mkostemp(templ.data(), O_CLOEXEC);
+      err = errno;
+      if (fd_ >= 0 && register_temp(templ) < 0) {
+        ::close(fd_);
+        ::unlink(templ.c_str());
+        fd_ = -1;
+        err = ENAMETOOLONG;
+      }
+    }
+    if (fd_ < 0)
+      throw OutputError(
+          fmt::format("{}: cannot create a temporary file in {}: {}", shown, dir, reason(err)));
+    temp_ = templ;
+    if (::fchmod(fd_, mode) != 0) {
+      err = errno;
+      abandon();
+      throw OutputError(
+          fmt::format("{}: cannot set the mode of {}: {}", shown, temp_, reason(err)));
+    }
+  }
+  buf_ = std::make_unique<FdStreamBuf>(fd_);
+  stream_ = std::make_unique<std::ostream>(buf_.get());
+}
+
+OutputFile::~OutputFile() {
+  if (!done_) abandon();
+}
+
+void OutputFile::close_fd() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void OutputFile::abandon() {
+  if (done_) return;
+  done_ = true;
+  if (buf_) buf_->set_error(ECANCELED);  // nothing buffered goes out, not even into a FIFO
+  stream_.reset();
+  buf_.reset();
+  close_fd();
+  if (!temp_.empty()) {
+    SignalBlock block;
+    ::unlink(temp_.c_str());
+    unregister_temp(temp_);
+  }
+}
+
+void OutputFile::commit() {
+  if (done_) throw OutputError(fmt::format("{}: already written", path_));
+  auto fail = [&](const std::string& what, int err) {
+    abandon();
+    throw OutputError(fmt::format("{}: {}: {}", path_, what, reason(err)));
+  };
+  stream_->flush();
+  if (!buf_->flush_all() || buf_->error() != 0) fail("writing failed", buf_->error());
+  if (mode_ == OutputMode::direct) {
+    done_ = true;
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0 && errno != EINTR)
+      throw OutputError(fmt::format("{}: writing failed: {}", path_, reason(errno)));
+    return;
+  }
+  // The data is on disk before the name points at it: a crash leaves the old file or the new one.
+  if (::fsync(fd_) != 0 && errno != EINVAL) fail("writing failed", errno);
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0 && errno != EINTR) fail("writing failed", errno);
+  SignalBlock block;
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+    const int err = errno;
+    fail(fmt::format("cannot rename {} to {}", temp_, target_), err);
+  }
+  unregister_temp(temp_);
+  done_ = true;
+}
+
+// ---- standard descriptors and stdout ----
+
+bool reserve_standard_descriptors() {
+  bool stdout_closed = false;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 1) stdout_closed = true;
+    // Lowest free descriptor: this is `fd`, because those below it are open by now.
+    const int got = ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+    if (got >= 0 && got != fd) ::close(got);
+  }
+  return stdout_closed;
+}
+
+StandardOutput::StandardOutput() : buf_(1), old_(std::cout.rdbuf(&buf_)) {}
+
+StandardOutput::~StandardOutput() {
+  std::cout.flush();
+  std::cout.rdbuf(old_);
+}
+
+std::string StandardOutput::check() {
+  std::cout.flush();
+  buf_.flush_all();
+  if (buf_.error() != 0) return fmt::format("writing to standard output: {}", reason(buf_.error()));
+  if (!std::cout) return "writing to standard output failed";
+  return "";
+}
+
+}  // namespace ppsim::cli

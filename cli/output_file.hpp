@@ -1,0 +1,118 @@
+#pragma once
+// Output files of the CLI (`run --trace PATH`, and any later output path), written so that a
+// failure or a signal never leaves a partial file or a stray temporary behind, and stdout whose
+// write failures are errors. Policy in docs/CLI.md ("Output files").
+#include <cstddef>
+#include <memory>
+#include <ostream>
+#include <stdexcept>
+#include <streambuf>
+#include <string>
+#include <vector>
+
+namespace ppsim::cli {
+
+// An output that could not be written: what() is "PATH: what happened: strerror". Exit code 2.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A stream buffer over a file descriptor that remembers the errno of the first failed write (an
+// ofstream loses it). It does not own the descriptor.
+class FdStreamBuf : public std::streambuf {
+ public:
+  explicit FdStreamBuf(int fd, std::size_t buffer_size = 1 << 16);
+  ~FdStreamBuf() override;
+  FdStreamBuf(const FdStreamBuf&) = delete;
+  FdStreamBuf& operator=(const FdStreamBuf&) = delete;
+
+  int error() const { return error_; }  // 0, or the errno of the first failure
+  // Writes everything buffered; false (and error() set) when the descriptor refused it.
+  bool flush_all();
+  // Takes `err` as the first failure, e.g. EBADF for a descriptor known to be closed.
+  void set_error(int err) {
+    if (error_ == 0) error_ = err;
+  }
+
+ protected:
+  int_type overflow(int_type ch) override;
+  int sync() override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+
+ private:
+  bool write_all(const char* data, std::size_t size);
+
+  int fd_;
+  int error_ = 0;
+  std::vector<char> buffer_;
+};
+
+// How the target of an OutputFile is written.
+enum class OutputMode {
+  replace,  // a regular file or none yet: a temporary in the same directory, renamed at commit
+  direct,   // a character device or a FIFO: written in place (a rename would replace the device)
+};
+
+// One output file. The constructor resolves symlinks (the link stays a link; its target is
+// written), refuses to replace anything that is neither a regular file nor a character device nor
+// a FIFO, and opens the temporary (`.ppsim-XXXXXX` next to the target, removed on every error
+// path, on destruction without commit and on SIGINT/SIGTERM/SIGHUP/SIGPIPE) or the device.
+// Throws OutputError.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path);
+  ~OutputFile();  // without commit(): the temporary is removed, the target untouched
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  std::ostream& stream() { return *stream_; }
+  // Flushes, syncs and renames the temporary over the target (or closes the device). Throws
+  // OutputError; the temporary is gone either way.
+  void commit();
+  // Gives up: removes the temporary, leaves the target as it was.
+  void abandon();
+
+  const std::string& path() const { return path_; }       // as given
+  const std::string& target() const { return target_; }   // after following symlinks
+  const std::string& temporary() const { return temp_; }  // empty in direct mode
+  OutputMode mode() const { return mode_; }
+
+ private:
+  void close_fd();
+
+  std::string path_, target_, temp_;
+  OutputMode mode_ = OutputMode::replace;
+  int fd_ = -1;
+  bool done_ = false;
+  std::unique_ptr<FdStreamBuf> buf_;
+  std::unique_ptr<std::ostream> stream_;
+};
+
+// Follows symlinks in the last component of `path` (relative links against the link's directory)
+// until it names something that is not a link, or nothing. Throws OutputError on a loop.
+std::string resolve_output_path(const std::string& path);
+
+// Makes sure descriptors 0, 1 and 2 are open, so that files opened later cannot take their place
+// (a trace file must never receive what was meant for a closed stdout). A closed one becomes
+// /dev/null opened for the other direction, so writing to a closed stdout still fails (EBADF).
+// Returns whether stdout was closed.
+bool reserve_standard_descriptors();
+
+// stdout through an FdStreamBuf for the life of this object: std::cout's failures keep their
+// errno. check() flushes and returns the error message ("writing to standard output: REASON"),
+// or "" when all went out.
+class StandardOutput {
+ public:
+  StandardOutput();
+  ~StandardOutput();
+  StandardOutput(const StandardOutput&) = delete;
+  StandardOutput& operator=(const StandardOutput&) = delete;
+  std::string check();
+
+ private:
+  FdStreamBuf buf_;
+  std::streambuf* old_;
+};
+
+}  // namespace ppsim::cli

@@ -1,0 +1,175 @@
+// The CLI's output files (cli/output_file.hpp): written through symlinks, never replacing what is
+// not a regular file, devices and FIFOs written in place, no temporary left on any path; and the
+// shortening of echoed tokens (cli/messages.hpp).
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "messages.hpp"
+#include "output_file.hpp"
+
+using ppsim::cli::OutputError;
+using ppsim::cli::OutputFile;
+using ppsim::cli::OutputMode;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "ppsim-of-XXXXXX").string();
+    path = ::mkdtemp(templ.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::size_t entries() const {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {}));
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("OutputFile creates a new file only at commit, with no temporary left") {
+  TempDir dir;
+  const auto target = dir.path / "t.json";
+  {
+    OutputFile out(target.string());
+    CHECK(out.mode() == OutputMode::replace);
+    CHECK(fs::path(out.temporary()).parent_path() == dir.path);
+    CHECK(fs::path(out.temporary()).filename().string().starts_with(".ppsim-"));
+    out.stream() << "hello";
+    CHECK_FALSE(fs::exists(target));
+    out.commit();
+  }
+  CHECK(slurp(target) == "hello");
+  CHECK(dir.entries() == 1);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  CHECK((fs::status(target).permissions() & fs::perms::all) ==
+        static_cast<fs::perms>(0666 & ~mask));
+}
+
+TEST_CASE("OutputFile without commit leaves the old file and no temporary") {
+  TempDir dir;
+  const auto target = dir.path / "t.json";
+  std::ofstream(target) << "old";
+  fs::permissions(target, static_cast<fs::perms>(0640));
+  {
+    OutputFile out(target.string());
+    out.stream() << std::string(1 << 20, 'x');
+  }
+  CHECK(slurp(target) == "old");
+  CHECK(dir.entries() == 1);
+  {
+    OutputFile out(target.string());
+    out.stream() << "new";
+    out.commit();
+  }
+  CHECK(slurp(target) == "new");
+  CHECK((fs::status(target).permissions() & fs::perms::all) == static_cast<fs::perms>(0640));
+}
+
+TEST_CASE("OutputFile writes through a chain of symlinks and keeps them links") {
+  TempDir dir;
+  fs::create_directory(dir.path / "real");
+  const auto target = dir.path / "real" / "t.json";
+  fs::create_symlink("real/t.json", dir.path / "link1");  // relative, dangling at first
+  fs::create_symlink(dir.path / "link1", dir.path / "link2");
+  for (const char* text : {"first", "second"}) {
+    OutputFile out((dir.path / "link2").string());
+    CHECK(out.target() == (dir.path / "real/t.json").string());
+    out.stream() << text;
+    out.commit();
+    CHECK(fs::is_symlink(dir.path / "link1"));
+    CHECK(fs::is_symlink(dir.path / "link2"));
+    CHECK(slurp(target) == text);
+  }
+  CHECK(dir.entries() == 3);
+  CHECK(std::distance(fs::directory_iterator(dir.path / "real"), {}) == 1);
+}
+
+TEST_CASE("OutputFile refuses a symlink loop, a directory and a socket, touching nothing") {
+  TempDir dir;
+  fs::create_symlink("b", dir.path / "a");
+  fs::create_symlink("a", dir.path / "b");
+  CHECK_THROWS_WITH(OutputFile((dir.path / "a").string()),
+                    Catch::Contains("Too many levels of symbolic links"));
+  fs::create_directory(dir.path / "d");
+  CHECK_THROWS_WITH(OutputFile((dir.path / "d").string()),
+                    Catch::Contains("refusing to replace a directory"));
+  const auto sock_path = dir.path / "s";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock_path.c_str());
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    CHECK_THROWS_WITH(OutputFile(sock_path.string()),
+                      Catch::Contains("refusing to replace a socket"));
+    CHECK(fs::is_socket(sock_path));
+  }
+  if (fd >= 0) ::close(fd);
+  CHECK(fs::is_directory(dir.path / "d"));
+  CHECK(dir.entries() == 4);
+}
+
+TEST_CASE("OutputFile names the reason when the directory is missing") {
+  TempDir dir;
+  CHECK_THROWS_WITH(OutputFile((dir.path / "no" / "t.json").string()),
+                    Catch::Contains("No such file or directory"));
+  CHECK_THROWS_AS(OutputFile(""), OutputError);
+}
+
+TEST_CASE("OutputFile writes a character device in place") {
+  if (::access("/dev/null", W_OK) != 0) return;
+  OutputFile out("/dev/null");
+  CHECK(out.mode() == OutputMode::direct);
+  CHECK(out.temporary().empty());
+  out.stream() << "discarded";
+  out.commit();
+  CHECK(fs::is_character_file("/dev/null"));
+}
+
+TEST_CASE("OutputFile reports a full device with its reason and keeps no partial file") {
+  if (::access("/dev/full", W_OK) != 0) return;
+  OutputFile out("/dev/full");
+  out.stream() << std::string(1 << 17, 'x');
+  CHECK_THROWS_WITH(out.commit(), Catch::Contains("No space left on device"));
+}
+
+TEST_CASE("OutputFile accepts a file name at the length limit") {
+  TempDir dir;
+  const auto target = dir.path / std::string(255, 'n');
+  OutputFile out(target.string());
+  out.stream() << "long";
+  out.commit();
+  CHECK(slurp(target) == "long");
+  CHECK(dir.entries() == 1);
+}
+
+TEST_CASE("printable cuts long tokens and escapes binary bytes") {
+  using ppsim::cli::printable;
+  CHECK(printable("abc") == "abc");
+  CHECK(printable(std::string(100, 'a')) == std::string(80, 'a') + "…");
+  CHECK(printable(std::string("a\x01\xff", 3)) == "a\\x01\\xff");
+  CHECK(printable("ü€") == "ü€");
+  CHECK(printable(std::string(5, '\0'), 3) == "\\x00\\x00\\x00…");
+  CHECK(ppsim::cli::shorten_long_words("bad: " + std::string(200, 'z') + " end") ==
+        "bad: " + std::string(80, 'z') + "… end");
+}
