@@ -119,6 +119,7 @@ def generate(g):
         g.file(name, json.dumps(cfg))
 
     custom("custom-microbatch-1e8", ["0F100000000,0B100000000"])
+    custom("custom-microbatch-int-max", ["0F2147483647,0B2147483647"])
     custom("custom-microbatch-2e9", ["0F2000000000,0B2000000000"])
     custom("custom-stage-1e6", ["0F0,0B0", "1000000F0,1000000B0"])
     custom("custom-stage-1e8-one-rank", ["100000000F0"])
@@ -152,6 +153,9 @@ def generate(g):
     g.file("long-kind-1mb", one.read_text().replace('"1f1b"', json.dumps(big)))
     g.file("long-number-1mb", one.read_text().replace("268435456", "1" * (MB - 400)))
     g.file("long-bad-token-1mb", '{"schedule": ' + "t" * (MB - 100) + "}")
+    g.over("set-invalid-utf8-ranks", one, ["schedule.ranks=\udcff"])
+    g.over("set-invalid-utf8-name", one, ["name=\udcff\udcfe"])
+    g.over("set-binary-junk-style", one, ["comm.style=" + bytes(range(1, 256)).decode("utf-8", "surrogateescape")])
     g.over("long-set-128k", one, ["name=" + "y" * 120000])
     g.over("long-set-key-128k", one, ["a" * 120000 + "=1"])
     g.file("dup-key-schedule", '{"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},'

@@ -49,9 +49,12 @@ Split split_input(std::string_view bytes) {
   return s;
 }
 
-// An error the CLI reports as bad input must name the file it is about.
+// An error the CLI reports as bad input must name where it comes from: the file (with line:column
+// for malformed JSON), or the
+// `--set` flag for a malformed assignment.
 void require_source(const config::ConfigError& e) {
-  if (std::string_view(e.what()).find(kSource) == std::string_view::npos)
+  const bool named = e.source().starts_with(kSource) || e.source().starts_with("--set");
+  if (!named || std::string_view(e.what()).find(e.source()) == std::string_view::npos)
     throw std::logic_error(fmt::format("ConfigError without the file name: {}", e.what()));
 }
 

@@ -3,7 +3,8 @@
 # (default 60) on a temporary copy of the seed corpus fuzz/corpus/<target>/; the repository is not
 # written to. Prints executions per second and total executions per target; exits 1 if any target
 # found a crash, a sanitizer report, a timeout or an out-of-memory (reproducers are copied to
-# $FUZZ_ARTIFACTS, default build-fuzz/artifacts/<target>/). See docs/FUZZING.md.
+# $FUZZ_ARTIFACTS, default build-fuzz/artifacts/<target>/). FUZZ_ARGS adds libFuzzer flags, e.g.
+# "-fork=1 -ignore_crashes=1" to go on after a crash. See docs/FUZZING.md.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: config oplist pipeline
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,9 +37,15 @@ for t in "${targets[@]}"; do
   rc=0
   "$build/fuzz/fuzz_$t" "$work/$t" -dict="$work/$t.dict" -max_total_time="$seconds" \
     -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$artifacts/$t/" >"$work/$t.log" 2>&1 || rc=$?
+    -artifact_prefix="$artifacts/$t/" ${FUZZ_ARGS:-} >"$work/$t.log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$t.log")
+  if [ -z "$execs" ]; then  # -fork mode prints no final stats: read its last status line
+    last=$(grep -E '^#[0-9]+' "$work/$t.log" | tail -1)
+    execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")
+    rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
+  fi
+  grep -q 'fork mode' "$work/$t.log" && grep -E '^INFO: (log|fuzzer)|crash:' "$work/$t.log" | tail -3 || true
   echo "fuzz_$t: exit $rc, ${execs:-?} executions, ${rate:-?} exec/s"
   if [ "$rc" -ne 0 ]; then
     failed+=("$t")
