@@ -1,0 +1,204 @@
+#include "fuzz_entry.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "ppsim/config/config.hpp"
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/schedules/error.hpp"
+#include "ppsim/schedules/program.hpp"
+#include "ppsim/sim/analysis.hpp"
+#include "ppsim/sim/simulator.hpp"
+#include "ppsim/viz/chrome_trace.hpp"
+#include "ppsim/viz/json_report.hpp"
+#include "ppsim/viz/summary_table.hpp"
+
+namespace ppsim::fuzz {
+
+namespace {
+
+using nlohmann::json;
+
+// Caps that keep one pipeline execution in the millisecond range.
+constexpr std::int64_t kMaxDimension = 16;     // ranks, microbatches, chunks, group size
+constexpr std::int64_t kMaxProduct = 512;      // ranks * microbatches * chunks
+constexpr std::size_t kMaxOpsText = 2048;      // custom op-list characters
+constexpr std::size_t kMaxDigits = 3;          // ids in custom op lists and routes < 1000
+constexpr std::size_t kMaxProgramOps = 20000;  // ops of the prepared program
+
+struct Split {
+  std::string json_text;
+  std::vector<std::string> overrides;
+};
+
+Split split_input(std::string_view bytes) {
+  Split s;
+  std::size_t nul = bytes.find('\0');
+  s.json_text = std::string(bytes.substr(0, nul));
+  while (nul != std::string_view::npos) {
+    bytes.remove_prefix(nul + 1);
+    nul = bytes.find('\0');
+    s.overrides.emplace_back(bytes.substr(0, nul));
+  }
+  return s;
+}
+
+// An error the CLI reports as bad input must name where it comes from: the file (with line:column
+// for malformed JSON), or the
+// `--set` flag for a malformed assignment.
+void require_source(const config::ConfigError& e) {
+  const bool named = e.source().starts_with(kSource) || e.source().starts_with("--set");
+  if (!named || std::string_view(e.what()).find(e.source()) == std::string_view::npos)
+    throw std::logic_error(fmt::format("ConfigError without the file name: {}", e.what()));
+}
+
+// Runs body; the errors cli/commands.cpp's guarded() reports as exit 2 become `rejected`.
+template <typename F>
+Outcome guarded(F&& body) {
+  try {
+    return body();
+  } catch (const config::ConfigError& e) {
+    require_source(e);
+    return Outcome::rejected;
+  } catch (const sim::SimulationError&) {
+    return Outcome::rejected;
+  } catch (const std::bad_alloc&) {
+    return Outcome::rejected;
+  } catch (const std::length_error&) {
+    return Outcome::rejected;
+  } catch (const std::filesystem::filesystem_error&) {
+    return Outcome::rejected;
+  }
+}
+
+config::Config read_config(const Split& in) {
+  json j = config::parse_json_text(in.json_text, kSource);
+  for (const auto& o : in.overrides) config::apply_override(j, o);
+  return config::parse_config(j, kSource);
+}
+
+bool too_long_number(std::string_view text) {
+  std::size_t run = 0;
+  for (char c : text) {
+    run = (c >= '0' && c <= '9') ? run + 1 : 0;
+    if (run > kMaxDigits) return true;
+  }
+  return false;
+}
+
+bool big_number(const json& v, std::int64_t cap) {
+  if (v.is_number_integer()) return v.get<std::int64_t>() > cap;
+  if (v.is_number_unsigned()) return true;
+  if (v.is_number_float()) return !(v.get<double>() <= static_cast<double>(cap));
+  return false;
+}
+
+bool any_big_number(const json& v, std::int64_t cap) {
+  if (v.is_structured()) {
+    for (const auto& x : v)
+      if (any_big_number(x, cap)) return true;
+    return false;
+  }
+  return big_number(v, cap);
+}
+
+// Whether the config's (overridden) schedule section asks for more than one fast execution.
+bool too_big(const json& j) {
+  if (!j.is_object() || !j.contains("schedule") || !j["schedule"].is_object()) return false;
+  const json& s = j["schedule"];
+  std::int64_t product = 1;
+  for (const char* key : {"ranks", "microbatches", "chunks", "microbatch_group_size"}) {
+    if (!s.contains(key)) continue;
+    if (big_number(s[key], kMaxDimension)) return true;
+    if (s[key].is_number_integer() && std::string_view(key) != "microbatch_group_size")
+      product *= std::max<std::int64_t>(1, s[key].get<std::int64_t>());
+  }
+  if (product > kMaxProduct) return true;
+  if (s.contains("ops")) {
+    std::size_t length = 0;
+    const json& ops = s["ops"];
+    for (const auto& line : ops.is_array() ? ops : json::array({ops})) {
+      if (!line.is_string()) continue;
+      const auto& text = line.get_ref<const std::string&>();
+      length += text.size();
+      if (too_long_number(text)) return true;
+    }
+    if (length > kMaxOpsText) return true;
+  }
+  if (s.contains("routes") && any_big_number(s["routes"], 999)) return true;
+  return false;
+}
+
+}  // namespace
+
+Outcome config_entry(std::string_view bytes) {
+  const Split in = split_input(bytes);
+  return guarded([&] {
+    read_config(in);
+    return Outcome::accepted;
+  });
+}
+
+Outcome oplist_entry(std::string_view bytes) {
+  schedules::Program p;
+  try {
+    p = schedules::Program::parse(bytes);
+  } catch (const schedules::ParseError&) {
+    return Outcome::rejected;
+  } catch (const schedules::ParameterError&) {
+    return Outcome::rejected;
+  }
+  const std::string text = p.to_text();
+  std::string again;
+  try {
+    again = schedules::Program::parse(text).to_text();
+  } catch (const std::exception& e) {
+    throw std::logic_error(
+        fmt::format("to_text of an accepted program does not parse: {}\n{}", e.what(), text));
+  }
+  if (again != text)
+    throw std::logic_error(fmt::format("to_text -> parse -> to_text changed\n{}\n{}", text, again));
+  return Outcome::accepted;
+}
+
+Outcome pipeline_entry(std::string_view bytes) {
+  const Split in = split_input(bytes);
+  return guarded([&] {
+    // Caps are read from the overridden JSON before the config builds anything.
+    json j = config::parse_json_text(in.json_text, kSource);
+    for (const auto& o : in.overrides) config::apply_override(j, o);
+    if (too_big(j)) return Outcome::skipped;
+    const config::Config cfg = config::parse_config(j, kSource);
+    const config::Prepared prepared = config::prepare(cfg);
+    if (prepared.program->total_ops() > kMaxProgramOps) return Outcome::skipped;
+    const record::RunRecord run = sim::analyze(prepared, {.trace = true});
+    (void)viz::summary_text(run);
+    (void)viz::check_text(run, kSource);
+    (void)viz::to_json(run).dump(2);
+    (void)viz::check_json(run, kSource).dump(2);
+    if (run.trace) {
+      std::ostringstream out;
+      viz::write_chrome_trace(out, *run.trace, *run.program,
+                              {config::microseconds_per_unit(cfg.time_unit), cfg.name});
+      if (!json::accept(out.str()))
+        throw std::logic_error("the Chrome trace written is not valid JSON");
+    }
+    (void)run.program->to_text();
+    return Outcome::accepted;
+  });
+}
+
+Outcome run_entry(const std::string& target, std::string_view bytes) {
+  if (target == "config") return config_entry(bytes);
+  if (target == "oplist") return oplist_entry(bytes);
+  if (target == "pipeline") return pipeline_entry(bytes);
+  throw std::invalid_argument("unknown fuzz target " + target);
+}
+
+}  // namespace ppsim::fuzz

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Regenerates the seed corpus fuzz/corpus/<target>/ from configs/*.json, the op-list strings of
+tests/test_program_text.cpp and `ppsim export` of small configs. Usage:
+    python3 fuzz/make_corpus.py PPSIM_BINARY
+Inputs of the config and pipeline targets are JSON text, then NUL-separated --set assignments
+(fuzz/fuzz_entry.hpp)."""
+import hashlib, json, pathlib, re, subprocess, sys
+
+root = pathlib.Path(__file__).resolve().parent.parent
+ppsim = sys.argv[1]
+out = root / "fuzz" / "corpus"
+seeds = {"config": [], "oplist": [], "pipeline": []}
+
+configs = sorted((root / "configs").glob("*.json"))
+small = [("schedule.ranks=3", "schedule.microbatches=4")]
+for c in configs:
+    text = c.read_text()
+    seeds["config"].append(text)
+    j = json.loads(text)
+    j["schedule"]["microbatches"] = min(j["schedule"]["microbatches"], 6)
+    seeds["pipeline"].append(json.dumps(j, indent=1))
+# Every comm style, matching, eager and per-stage costs, as overrides of a small 1f1b.
+base = json.loads((root / "configs" / "1f1b.json").read_text())
+base["schedule"].update(ranks=3, microbatches=4)
+sets = [
+    ["comm.style=blocking", "comm.eager_limit=8388608"],
+    ["comm.style=batched", "comm.matching=fifo"],
+    ["comm.style=async-send"],
+    ["comm.prefetch=\"all\"", "memory.deallocate_outputs=true"],
+    ["schedule.kind=gpipe", "costs={\"forward\":1,\"backward\":2}"],
+    ["costs.per_stage={\"1\":{\"forward\":2.5}}", "time_unit=us"],
+    ["schedule.kind=interleaved-1f1b", "schedule.chunks=2", "schedule.microbatch_group_size=3"],
+]
+for s in sets:
+    t = json.dumps(base) + "".join("\0" + a for a in s)
+    seeds["config"].append(t)
+    seeds["pipeline"].append(t)
+
+# Op lists from the tests (valid and invalid ones) and exported programs.
+test_text = (root / "tests" / "test_program_text.cpp").read_text()
+for lit in re.findall(r'"((?:[^"\\]|\\.)*)"', test_text):
+    s = bytes(lit, "utf-8").decode("unicode_escape")
+    if re.search(r"\d(F|B|I|W|SEND_|RECV_)|WAIT", s) and len(s) < 200:
+        seeds["oplist"].append(s)
+for c, extra in [("1f1b.json", []), ("gpipe.json", ["comm.style=blocking"]),
+                 ("interleaved-1f1b.json", []), ("1f1b-batched.json", []),
+                 ("1f1b-async-send.json", []), ("1f1b.json", ["comm.style=batched"])]:
+    args = [ppsim, "export", str(root / "configs" / c), "--set", "schedule.microbatches=4"]
+    for e in extra:
+        args += ["--set", e]
+    text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    seeds["oplist"].append(text)
+    cfg = {"schedule": {"kind": "custom", "ops": text.splitlines()},
+           "comm": {"latency": 0.5, "boundary_bytes": 1024, "bandwidth": 100}}
+    seeds["pipeline"].append(json.dumps(cfg, indent=1))
+    seeds["config"].append(json.dumps(cfg))
+dualpipe = {"schedule": {"kind": "custom",
+    "routes": [{"stages": [0, 1], "microbatches": [0]}, {"stages": [2, 3], "microbatches": [1]}],
+    "ops": ["0F0,0SEND_F0#0,3RECV_F1#1,WAIT(1),3F1,3B1,3SEND_B1#2,0RECV_B0#3,WAIT(0;2;3),0B0",
+            "2F1,2SEND_F1#0,1RECV_F0#1,WAIT(1),1F0,1B0,1SEND_B0#2,2RECV_B1#3,WAIT(0;2;3),2B1"]}}
+seeds["pipeline"].append(json.dumps(dualpipe))
+seeds["config"].append(json.dumps(dualpipe))
+seeds["oplist"].append("\n".join(dualpipe["schedule"]["ops"]))
+overlap = {"schedule": {"kind": "custom", "ops":
+    "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,(0F2;0B0)OVERLAP_F_B,0RECV_B1,0B1,0UNSHARD,0REDUCE_GRAD\n"
+    "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1RECV_F2,1F2,1B2,1RESHARD\n"},
+    "costs": {"forward": 1, "backward": 2}}
+seeds["pipeline"].append(json.dumps(overlap))
+seeds["oplist"].append(overlap["schedule"]["ops"])
+# A few malformed JSON documents (the reader's error paths).
+for bad in ['{"schedule": {"kind": "1f1b", "ranks": 4,\n}', '{"a":[1,2', "", "[]", '{"schedule": 1}']:
+    seeds["config"].append(bad)
+
+for target, items in seeds.items():
+    d = out / target
+    d.mkdir(parents=True, exist_ok=True)
+    for f in d.iterdir():
+        f.unlink()
+    for s in dict.fromkeys(items):
+        data = s.encode()
+        (d / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
+    print(target, len(list(d.iterdir())))

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz/ and runs each for SECONDS
+# (default 60) on a temporary copy of the seed corpus fuzz/corpus/<target>/; the repository is not
+# written to. Prints executions per second and total executions per target; exits 1 if any target
+# found a crash, a sanitizer report, a timeout or an out-of-memory (reproducers are copied to
+# $FUZZ_ARTIFACTS, default build-fuzz/artifacts/<target>/). FUZZ_ARGS adds libFuzzer flags, e.g.
+# "-fork=1 -ignore_crashes=1" to go on after a crash. See docs/FUZZING.md.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: config oplist pipeline
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(config oplist pipeline)
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+artifacts=${FUZZ_ARTIFACTS:-$build/artifacts}
+
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/install-deps.sh)" >&2; exit 2; }
+cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPPSIM_FUZZ=ON -DPPSIM_BUILD_TESTS=OFF -DPPSIM_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+failed=()
+for t in "${targets[@]}"; do
+  mkdir -p "$work/$t" "$artifacts/$t"
+  cp fuzz/corpus/"$t"/* "$work/$t/"
+  case $t in
+    oplist) cat fuzz/oplist.dict >"$work/$t.dict" ;;
+    config) cat fuzz/json.dict >"$work/$t.dict" ;;
+    *) cat fuzz/json.dict fuzz/oplist.dict >"$work/$t.dict" ;;
+  esac
+  echo "== fuzz_$t: ${seconds}s"
+  rc=0
+  "$build/fuzz/fuzz_$t" "$work/$t" -dict="$work/$t.dict" -max_total_time="$seconds" \
+    -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/$t/" ${FUZZ_ARGS:-} >"$work/$t.log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$t.log")
+  if [ -z "$execs" ]; then  # -fork mode prints no final stats: read its last status line
+    last=$(grep -E '^#[0-9]+' "$work/$t.log" | tail -1)
+    execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")
+    rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
+  fi
+  grep -q 'fork mode' "$work/$t.log" && grep -E '^INFO: (log|fuzzer)|crash:' "$work/$t.log" | tail -3 || true
+  echo "fuzz_$t: exit $rc, ${execs:-?} executions, ${rate:-?} exec/s"
+  if [ "$rc" -ne 0 ]; then
+    failed+=("$t")
+    grep -E -A30 '^==[0-9]+==ERROR|runtime error|deadly signal|ALARM|out-of-memory|uncaught|terminate' \
+      "$work/$t.log" | head -60 || tail -40 "$work/$t.log"
+    ls "$artifacts/$t/"
+  fi
+done
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "fuzz.sh: failures in: ${failed[*]} (reproducers under $artifacts/)" >&2
+  exit 1
+fi
+echo "fuzz.sh: no crashes"
