@@ -14,7 +14,7 @@ measure() {  # label, then the command; prints elapsed seconds, max RSS and the 
   local label=$1 rc=0
   shift
   /usr/bin/time -f "%e %M" -o "$TMP/time" "$@" >/dev/null 2>&1 || rc=$?
-  read -r secs kb <"$TMP/time" || true
+  read -r secs kb < <(tail -n 1 "$TMP/time") || true  # after "Command exited with ..."
   printf '%-44s %8s s %9s KB  exit %s\n' "$label" "${secs:-?}" "${kb:-?}" "$rc"
 }
 

@@ -66,10 +66,14 @@ std::string check_text(const record::RunRecord& a, const std::string& path) {
   if (a.ok()) return fmt::format("ok    {} ({})\n", path, a.info.name);
   std::string out = fmt::format("FAIL  {} ({}): {}\n", path, a.info.name, a.verdict().text());
   if (a.deadlock) {
-    std::string d = a.deadlock->describe();
-    for (std::size_t p = 0; (p = d.find('\n', p)) != std::string::npos; p += 7)
-      d.replace(p, 1, "\n      ");
-    out += "      " + d + "\n";
+    // Each line indented, built in one pass (replacing in place moved the tail once per line).
+    const std::string d = a.deadlock->describe();
+    out += "      ";
+    for (const char c : d) {
+      out += c;
+      if (c == '\n') out += "      ";
+    }
+    out += "\n";
   }
   for (const auto& e : a.diagnostics) out += fmt::format("      {}: {}\n", e.kind, e.message);
   return out;
