@@ -75,7 +75,8 @@ int cmd_run(const std::string& path, bool json, const std::string& trace_file,
             const CommonOptions& common) {
   return guarded(path, [&] {
     const config::Config cfg = config::load_config(path, common.overrides);
-    const record::RunRecord a = sim::analyze(cfg, {.trace = !trace_file.empty()});
+    const record::RunRecord a =
+        sim::analyze(cfg, {.trace = !trace_file.empty(), .max_memory = common.max_memory});
     if (!trace_file.empty()) {
       if (!a.trace)
         return bad_input(fmt::format("{}: the program is invalid, no trace to write:\n{}", path,
@@ -102,10 +103,11 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
       const config::Config base = config::load_config(path, common.overrides);
       const config::SweepAxes axes{kinds, microbatches, chunks};
       if (!config::sweep_requested(axes)) {
-        runs.push_back(sim::analyze(base));
+        runs.push_back(sim::analyze(base, {.max_memory = common.max_memory}));
         continue;
       }
-      for (const auto& one : config::sweep(base, axes)) runs.push_back(sim::analyze(one));
+      for (const auto& one : config::sweep(base, axes))
+        runs.push_back(sim::analyze(one, {.max_memory = common.max_memory}));
     }
     if (json) {
       nlohmann::json arr = nlohmann::json::array();
@@ -127,7 +129,8 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& path : paths) {
     const int one = guarded(path, [&] {
-      const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides));
+      const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides),
+                                               {.max_memory = common.max_memory});
       if (json)
         arr.push_back(viz::check_json(a, path));
       else
@@ -165,7 +168,8 @@ int cmd_list() {
 
 int cmd_export(const std::string& path, const CommonOptions& common) {
   return guarded(path, [&] {
-    const config::Prepared run = config::prepare(config::load_config(path, common.overrides));
+    const config::Prepared run = config::prepare(config::load_config(path, common.overrides),
+                                                 {common.max_memory, config::Workload::program});
     std::cout << run.program->to_text();
     return kOk;
   });

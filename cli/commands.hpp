@@ -1,13 +1,17 @@
 #pragma once
 // The subcommands of `ppsim`. Each returns the process exit code: 0 ok, 1 the schedule is wrong,
 // 2 bad input or usage (docs/CLI.md).
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "ppsim/config/resources.hpp"
 
 namespace ppsim::cli {
 
 struct CommonOptions {
-  std::vector<std::string> overrides;  // --set key=value
+  std::vector<std::string> overrides;                       // --set key=value
+  std::uint64_t max_memory = config::default_max_memory();  // --max-memory; 0 = no limit
 };
 
 int cmd_run(const std::string& config, bool json, const std::string& trace_file,
