@@ -65,9 +65,9 @@ TEST_CASE("the op estimate bounds the lowered program of every schedule and styl
 
 TEST_CASE("the memory needed is the documented bytes per op, per workload", "[resources]") {
   // docs/LIMITS.md states these figures; change both together.
-  CHECK(config::bytes_per_op(config::Workload::program) == 48);
-  CHECK(config::bytes_per_op(config::Workload::run) == 160);
-  CHECK(config::bytes_per_op(config::Workload::trace) == 400);
+  CHECK(config::bytes_per_op(config::Workload::program) == 64);
+  CHECK(config::bytes_per_op(config::Workload::run) == 80);
+  CHECK(config::bytes_per_op(config::Workload::trace) == 200);
   const config::Config c = parse("1f1b", 8, 20000);
   const double run = need(c, config::Workload::run);
   // Just above the need passes, just below is refused.
@@ -75,10 +75,9 @@ TEST_CASE("the memory needed is the documented bytes per op, per workload", "[re
   const auto below = static_cast<std::uint64_t>(run) - 1;
   CHECK_NOTHROW(config::check_resources(c, {above, config::Workload::run}));
   CHECK_THROWS_AS(config::check_resources(c, {below, config::Workload::run}), config::ConfigError);
-  // A trace costs more than a run, an export less.
+  // A trace costs more than a run.
   CHECK_THROWS_AS(config::check_resources(c, {above, config::Workload::trace}),
                   config::ConfigError);
-  CHECK_NOTHROW(config::check_resources(c, {below, config::Workload::program}));
 }
 
 TEST_CASE("a config above --max-memory is refused naming the key that makes it big",
@@ -90,7 +89,7 @@ TEST_CASE("a config above --max-memory is refused naming the key that makes it b
     CHECK(e.key() == "schedule.microbatches");
     CHECK(e.source() == "cfg.json");
     CHECK_THAT(e.what(), Contains("key 'schedule.microbatches': too large for memory: the run "
-                                  "needs about 4.8 GiB") &&
+                                  "needs about 2.4 GiB") &&
                              Contains("schedule.ranks=4 x schedule.chunks=1 x "
                                       "schedule.microbatches=1000000 x 8 = 3.2e+07 ops") &&
                              Contains("above --max-memory 64.0 MiB") &&

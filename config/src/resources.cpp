@@ -29,17 +29,17 @@ std::string_view to_string(Workload w) {
 }
 
 double bytes_per_op(Workload w) {
-  // Peak RSS over lowered ops, fitted on 1F1B/interleaved with async comm (docs/LIMITS.md), with
-  // a margin of about 15% for allocator slack and other schedules.
+  // Per estimated op: the peak RSS slopes measured by tests/measure_rss.sh (docs/LIMITS.md: 45,
+  // 52 and 151 B per estimated op), with about 1/3 more for allocator slack and other schedules.
   switch (w) {
     case Workload::program:
-      return 48;
+      return 64;
     case Workload::run:
-      return 160;
+      return 80;
     case Workload::trace:
-      return 400;
+      return 200;
   }
-  return 400;
+  return 200;
 }
 
 std::uint64_t default_max_memory() {
