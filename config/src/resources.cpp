@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -212,34 +213,19 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   const double xfer_bw = m.network.bandwidth > 0
                              ? static_cast<double>(m.network.boundary_bytes) / m.network.bandwidth
                              : 0.0;
+  // Compute ops counted per (stage, kind) first: keys are formatted per stage, not per op.
+  const std::size_t S = m.costs.stages.size();
+  std::vector<std::array<double, 4>> count(S, {0, 0, 0, 0});  // F, B, I, W
+  std::vector<double> chunks(static_cast<std::size_t>(p.ranks()), 0);
+  for (const auto& pl : p.placement())
+    if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
   for (int r = 0; r < p.ranks(); ++r) {
     double f_parts = 0, comm = 0;
     auto compute = [&](const schedules::Op& op) {
       if (op.kind == OpKind::F) ++f_parts;
-      if (op.stage < 0 || op.stage >= static_cast<int>(m.costs.stages.size())) return;
-      const StageCost& s = m.costs.stages[static_cast<std::size_t>(op.stage)];
-      switch (op.kind) {
-        case OpKind::F:
-          time.add(cost_key(c, op.stage, "forward"), s.forward);
-          break;
-        case OpKind::B:
-          if (!s.split || s.backward_input == 0 || s.backward_weight == 0)
-            time.add(cost_key(c, op.stage, "backward"), s.backward);
-          else
-            time.add(cost_key(c, op.stage,
-                              s.backward_input >= s.backward_weight ? "backward_input"
-                                                                    : "backward_weight"),
-                     s.backward);
-          break;
-        case OpKind::I:
-          time.add(cost_key(c, op.stage, "backward_input"), s.backward_input);
-          break;
-        case OpKind::W:
-          time.add(cost_key(c, op.stage, "backward_weight"), s.backward_weight);
-          break;
-        default:
-          break;
-      }
+      const int k = static_cast<int>(op.kind) - static_cast<int>(OpKind::F);
+      if (op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && k >= 0 && k < 4)
+        ++count[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(k)];
     };
     for (const schedules::Op& op : p.ops(r)) {
       if (schedules::is_composite(op.kind)) {
@@ -252,17 +238,37 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
       }
     }
     // The most a rank can hold at once: all it ever takes, none of it freed.
-    Blame peak;
-    peak.add("memory.static_bytes",
-             static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.chunks_on(r)));
-    peak.add("memory.activation_bytes", static_cast<double>(m.memory.activation_bytes) * f_parts);
-    peak.add("comm.boundary_bytes", static_cast<double>(m.network.boundary_bytes) * comm);
-    if (peak.total() > static_cast<double>(kMaxByteSum))
+    const double statics = static_cast<double>(m.memory.static_bytes) *
+                           chunks[static_cast<std::size_t>(r)],
+                 stashes = static_cast<double>(m.memory.activation_bytes) * f_parts,
+                 buffers = static_cast<double>(m.network.boundary_bytes) * comm;
+    if (statics + stashes + buffers > static_cast<double>(kMaxByteSum)) {
+      Blame peak;
+      peak.add("memory.static_bytes", statics);
+      peak.add("memory.activation_bytes", stashes);
+      peak.add("comm.boundary_bytes", buffers);
       throw ConfigError(
           c.source, peak.top(),
           fmt::format("rank {}'s memory could reach {:.4g} bytes ({}), above the 2^62 bytes a "
                       "64-bit counter holds with margin; lower {}",
                       r, peak.total(), peak.parts(), peak.top()));
+    }
+  }
+  for (std::size_t st = 0; st < S; ++st) {
+    const StageCost& sc = m.costs.stages[st];
+    const int stage = static_cast<int>(st);
+    const auto& n = count[st];
+    if (n[0] > 0) time.add(cost_key(c, stage, "forward"), n[0] * sc.forward);
+    if (n[1] > 0) {
+      const bool split = sc.split && sc.backward_input > 0 && sc.backward_weight > 0;
+      time.add(cost_key(c, stage,
+                        !split                                    ? "backward"
+                        : sc.backward_input >= sc.backward_weight ? "backward_input"
+                                                                  : "backward_weight"),
+               n[1] * sc.backward);
+    }
+    if (n[2] > 0) time.add(cost_key(c, stage, "backward_input"), n[2] * sc.backward_input);
+    if (n[3] > 0) time.add(cost_key(c, stage, "backward_weight"), n[3] * sc.backward_weight);
   }
   total_bytes.add("comm.boundary_bytes", static_cast<double>(m.network.boundary_bytes) * sends);
   if (total_bytes.total() > static_cast<double>(kMaxByteSum))
