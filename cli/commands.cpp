@@ -159,7 +159,8 @@ int cmd_run(const std::string& path, bool json, const std::string& trace_file,
     // whatever happens next.
     std::optional<OutputFile> trace;
     if (!trace_file.empty()) trace.emplace(trace_file);
-    const record::RunRecord a = sim::analyze(cfg, {.trace = trace.has_value()});
+    const record::RunRecord a =
+        sim::analyze(cfg, {.trace = trace.has_value(), .max_memory = common.max_memory});
     int code = a.ok() ? kOk : kWrong;
     const bool invalid = trace && !a.trace;
     if (invalid) {
@@ -195,10 +196,11 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
     for (const auto& path : paths) {
       const config::Config base = config::load_config(path, common.overrides);
       if (!config::sweep_requested(axes)) {
-        runs.push_back(sim::analyze(base));
+        runs.push_back(sim::analyze(base, {.max_memory = common.max_memory}));
         continue;
       }
-      for (const auto& one : config::sweep(base, axes)) runs.push_back(sim::analyze(one));
+      for (const auto& one : config::sweep(base, axes))
+        runs.push_back(sim::analyze(one, {.max_memory = common.max_memory}));
     }
     if (json) {
       nlohmann::json arr = nlohmann::json::array();
@@ -229,7 +231,8 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
     const int one = guarded(
         path, common,
         [&] {
-          const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides));
+          const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides),
+                                                   {.max_memory = common.max_memory});
           const int c = a.ok() ? kOk : kWrong;
           if (json) {
             nlohmann::json entry = viz::check_json(a, path);
@@ -292,7 +295,8 @@ int cmd_list() {
 
 int cmd_export(const std::string& path, const CommonOptions& common) {
   return guarded(path, common, [&] {
-    const config::Prepared run = config::prepare(config::load_config(path, common.overrides));
+    const config::Prepared run = config::prepare(config::load_config(path, common.overrides),
+                                                 {common.max_memory, config::Workload::program});
     std::cout << run.program->to_text();
     return kOk;
   });

@@ -2,9 +2,12 @@
 // The subcommands of `ppsim`. Each returns the process exit code (docs/CLI.md, "Exit codes"):
 // 0 ok, 1 a schedule is wrong, 2 bad input, usage or an output that could not be written. Failures
 // of stdout itself are found by main (StandardOutput), which then exits 2.
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "ppsim/config/resources.hpp"
 
 namespace ppsim::cli {
 
@@ -17,7 +20,8 @@ class UsageError : public std::runtime_error {
 };
 
 struct CommonOptions {
-  std::vector<std::string> overrides;  // --set key=value
+  std::vector<std::string> overrides;                       // --set key=value
+  std::uint64_t max_memory = config::default_max_memory();  // --max-memory; 0 = no limit
 };
 
 // The sweep options of `compare` as typed (each may repeat and holds a comma-separated list);

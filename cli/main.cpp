@@ -22,6 +22,21 @@ int run_cli(int argc, char** argv) {
     sub->add_option("--set", common.overrides,
                     "override a config value, e.g. --set comm.style=blocking")
         ->type_name("KEY=VALUE");
+    // --max-memory: refuse configs estimated to need more (docs/LIMITS.md).
+    sub->add_option_function<std::string>(
+           "--max-memory",
+           [&](const std::string& v) { common.max_memory = ppsim::config::parse_bytes(v); },
+           "refuse configs estimated to need more memory, e.g. 512M, 8G; 0 = no limit "
+           "(default: half of physical memory)")
+        ->type_name("BYTES")
+        ->check([](const std::string& v) {
+          try {
+            ppsim::config::parse_bytes(v);
+            return std::string();
+          } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+          }
+        });
   };
 
   std::string config, trace_file;

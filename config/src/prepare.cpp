@@ -44,7 +44,8 @@ StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
 
 }  // namespace
 
-Prepared prepare(const Config& c) {
+Prepared prepare(const Config& c, const ResourceLimits& limits) {
+  check_resources(c, limits);  // before the program takes any memory
   Prepared run;
   run.config = c;
   auto program = std::make_shared<const schedules::Program>(c.program->build(c.lowering, c.source));
@@ -65,6 +66,7 @@ Prepared prepare(const Config& c) {
   }
   run.model.network = c.network;
   run.model.memory = c.memory;
+  check_numbers(c, *program, run.model);
   return run;
 }
 

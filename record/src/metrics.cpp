@@ -2,8 +2,20 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 namespace ppsim::record {
+
+namespace {
+
+// Byte sums are checked: config::check_numbers bounds what a simulated run can reach, but a
+// measured trace comes from outside.
+void add_bytes(std::int64_t& sum, std::int64_t bytes) {
+  if (__builtin_add_overflow(sum, bytes, &sum))
+    throw std::overflow_error("a byte sum of the trace overflows 64 bits");
+}
+
+}  // namespace
 
 void RunMetrics::summarize() {
   const int R = static_cast<int>(per_rank.size());
@@ -52,9 +64,9 @@ RunMetrics compute_metrics(const Trace& trace, const schedules::Program& program
       m.comm_exposed += s.end - s.start;
   }
   for (const TransferEvent& t : trace.transfers) {
-    out.per_rank[static_cast<std::size_t>(t.src_rank)].sent_bytes += t.bytes;
-    out.per_rank[static_cast<std::size_t>(t.dst_rank)].recv_bytes += t.bytes;
-    out.comm_bytes += t.bytes;
+    add_bytes(out.per_rank[static_cast<std::size_t>(t.src_rank)].sent_bytes, t.bytes);
+    add_bytes(out.per_rank[static_cast<std::size_t>(t.dst_rank)].recv_bytes, t.bytes);
+    add_bytes(out.comm_bytes, t.bytes);
   }
   for (const CounterSample& c : trace.counters) {
     auto& peak = peak_dynamic[static_cast<std::size_t>(c.rank)];
@@ -66,8 +78,9 @@ RunMetrics compute_metrics(const Trace& trace, const schedules::Program& program
     const std::int64_t fixed = static_cast<std::size_t>(r) < trace.ranks.size()
                                    ? trace.ranks[static_cast<std::size_t>(r)].static_bytes
                                    : 0;
-    out.per_rank[static_cast<std::size_t>(r)].peak_memory_bytes =
-        peak_dynamic[static_cast<std::size_t>(r)] + fixed;
+    std::int64_t& peak = out.per_rank[static_cast<std::size_t>(r)].peak_memory_bytes;
+    peak = peak_dynamic[static_cast<std::size_t>(r)];
+    add_bytes(peak, fixed);
   }
   out.summarize();
   return out;

@@ -43,13 +43,20 @@ Program generate(std::string_view kind, const ScheduleParams& given) {
     throw ParameterError("kind", fmt::format("unknown schedule '{}'; known schedules: {}", kind,
                                              fmt::join(Registry::instance().names(), ", ")));
   const ScheduleParams p = resolve(g->params, given, g->name);
-  // Stage and microbatch indices are 32-bit and the op lists must fit in memory.
-  const double compute_ops = 2.0 * p.ranks() * p.chunks() * p.microbatches();  // cannot overflow
-  if (compute_ops > 4e8)
+  // A hard index bound, not a memory limit (that is config::check_resources, applied before
+  // this): stage ids, op positions and endpoint ids are 32-bit. Up to 3 compute ops per (stage,
+  // microbatch); the product is exact in a double, and cannot overflow.
+  const double compute_ops = 3.0 * p.ranks() * p.chunks() * p.microbatches();
+  if (compute_ops > 2147483647.0) {
+    const char* key = p.microbatches() >= p.ranks() && p.microbatches() >= p.chunks()
+                          ? "microbatches"
+                      : p.ranks() >= p.chunks() ? "ranks"
+                                                : "chunks";
     throw ParameterError(
-        "microbatches",
-        fmt::format("{} ranks x {} chunks x {} microbatches is too large to simulate", p.ranks(),
-                    p.chunks(), p.microbatches()));
+        key, fmt::format("{} ranks x {} chunks x {} microbatches makes {:.3g} compute ops, above "
+                         "the 2^31 - 1 that 32-bit op ids can index; lower {}",
+                         p.ranks(), p.chunks(), p.microbatches(), compute_ops, key));
+  }
   return g->build(p);
 }
 

@@ -35,7 +35,9 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
 }
 
 record::RunRecord analyze(const config::Config& config, const AnalyzeOptions& options) {
-  return analyze(config::prepare(config), options);
+  const config::ResourceLimits limits{
+      options.max_memory, options.trace ? config::Workload::trace : config::Workload::run};
+  return analyze(config::prepare(config, limits), options);
 }
 
 }  // namespace ppsim::sim

@@ -5,6 +5,7 @@
 
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/model.hpp"
+#include "ppsim/config/resources.hpp"
 #include "ppsim/schedules/program.hpp"
 
 namespace ppsim::config {
@@ -15,7 +16,9 @@ struct Prepared {
   Model model;
 };
 
-// Throws ConfigError naming the key for parameters the generator or lowering cannot honour.
-Prepared prepare(const Config& config);
+// Throws ConfigError naming the key for parameters the generator or lowering cannot honour, for a
+// program whose estimated memory exceeds `limits` (checked before anything is built) and for
+// numbers whose times or byte sums would overflow (docs/LIMITS.md).
+Prepared prepare(const Config& config, const ResourceLimits& limits = {});
 
 }  // namespace ppsim::config

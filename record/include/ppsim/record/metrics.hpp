@@ -39,6 +39,7 @@ struct RunMetrics {
 
 // The metrics of a recorded run. Sums run per rank in the order the trace holds the spans (issue
 // order), as a producer's accumulators do, so a simulated run gives identical numbers both ways.
+// Byte sums are 64-bit and checked: std::overflow_error when one would overflow.
 RunMetrics compute_metrics(const Trace& trace, const schedules::Program& program);
 
 }  // namespace ppsim::record

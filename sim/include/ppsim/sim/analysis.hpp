@@ -10,6 +10,9 @@ namespace ppsim::sim {
 struct AnalyzeOptions {
   bool trace = false;                    // record the timeline into RunRecord::trace
   record::Observer* observer = nullptr;  // another sink of the run's events
+  // Refuse configs estimated to need more (docs/LIMITS.md); 0 = no limit. Read only by the
+  // overload that prepares.
+  std::uint64_t max_memory = config::default_max_memory();
 };
 
 record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions& options = {});

@@ -1,0 +1,336 @@
+#include "ppsim/config/resources.hpp"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/op.hpp"
+
+namespace ppsim::config {
+
+std::string_view to_string(Workload w) {
+  switch (w) {
+    case Workload::program:
+      return "export";
+    case Workload::run:
+      return "run";
+    case Workload::trace:
+      return "run --trace";
+  }
+  return "run";
+}
+
+double bytes_per_op(Workload w) {
+  // Per estimated op: the peak RSS slopes measured by tests/measure_rss.sh (docs/LIMITS.md: 45,
+  // 52 and 151 B per estimated op), with about 1/3 more for allocator slack and other schedules.
+  switch (w) {
+    case Workload::program:
+      return 64;
+    case Workload::run:
+      return 80;
+    case Workload::trace:
+      return 200;
+  }
+  return 200;
+}
+
+std::uint64_t default_max_memory() {
+  static const std::uint64_t value = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    std::uint64_t limit = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) *
+                                                      static_cast<std::uint64_t>(page) / 2
+                                                : std::uint64_t{4} << 30;
+    // A container's limit is what the kernel enforces, whatever the host has.
+    std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+    std::string text;
+    if (cgroup >> text && !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])))
+      limit = std::min<std::uint64_t>(limit, std::stoull(text) / 2);
+    rlimit as{};
+    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+      limit = std::min<std::uint64_t>(limit, as.rlim_cur);
+    return limit;
+  }();
+  return value;
+}
+
+namespace {
+
+// An integer parameter as the config holds it (after overrides), else the declared default.
+std::int64_t param_value(const Config& c, const schedules::ParamSpec& spec) {
+  const nlohmann::json& raw = c.raw;
+  if (raw.is_object() && raw.contains("schedule") && raw["schedule"].is_object()) {
+    const auto& s = raw["schedule"];
+    if (s.contains(spec.name) && s[spec.name].is_number_integer())
+      return std::max<std::int64_t>(1, s[spec.name].get<std::int64_t>());
+  }
+  return std::max<std::int64_t>(1, spec.default_value);
+}
+
+// Ops of a `custom` program: one per separator, one per line (WAIT lists count extra).
+double custom_ops(const Config& c) {
+  const nlohmann::json& raw = c.raw;
+  if (!raw.is_object() || !raw.contains("schedule") || !raw["schedule"].is_object()) return 0;
+  const auto& s = raw["schedule"];
+  if (!s.contains("ops")) return 0;
+  double n = 0;
+  auto count = [&](const std::string& text) {
+    n += 1 + static_cast<double>(std::count(text.begin(), text.end(), ','));
+  };
+  if (s["ops"].is_string()) {
+    const auto& text = s["ops"].get_ref<const std::string&>();
+    count(text);
+    n += static_cast<double>(std::count(text.begin(), text.end(), '\n'));
+  } else if (s["ops"].is_array()) {
+    for (const auto& line : s["ops"])
+      if (line.is_string()) count(line.get_ref<const std::string&>());
+  }
+  return n;
+}
+
+}  // namespace
+
+OpEstimate estimate_ops(const Config& c) {
+  OpEstimate out;
+  const schedules::Generator* g = schedules::Registry::instance().find(c.kind);
+  if (g == nullptr) {
+    out.ops = custom_ops(c);
+    out.key = "schedule.ops";
+    out.formula = fmt::format("{:.0f} ops written in schedule.ops", out.ops);
+    return out;
+  }
+  // The product of the size parameters; the largest one is the key to lower.
+  double cells = 1, largest = 0;
+  std::vector<std::string> factors;
+  for (const char* name : {"ranks", "chunks", "microbatches"}) {
+    const schedules::ParamSpec* spec = schedules::find_param(g->params, name);
+    if (spec == nullptr) continue;
+    const std::int64_t v = param_value(c, *spec);
+    cells *= static_cast<double>(v);
+    factors.push_back(fmt::format("schedule.{}={}", name, v));
+    if (static_cast<double>(v) >= largest) {
+      largest = static_cast<double>(v);
+      out.key = fmt::format("schedule.{}", name);
+    }
+  }
+  out.ops = cells * kOpsPerStageMicrobatch;
+  out.formula = fmt::format("{} x {:.0f} = {:.4g} ops", fmt::join(factors, " x "),
+                            kOpsPerStageMicrobatch, out.ops);
+  return out;
+}
+
+void check_resources(const Config& c, const ResourceLimits& limits) {
+  const OpEstimate e = estimate_ops(c);
+  const std::string fix = e.key == "schedule.ops" ? "write fewer ops" : "lower " + e.key;
+  if (e.ops > kMaxOps)
+    throw ConfigError(c.source, e.key,
+                      fmt::format("too large to index: the program would have up to {}, above "
+                                  "the {:.0f} ops that 32-bit op and endpoint ids can number; {}",
+                                  e.formula, kMaxOps, fix));
+  if (limits.max_memory == 0) return;
+  const double need = kBaseBytes + e.ops * bytes_per_op(limits.workload);
+  const double limit = static_cast<double>(limits.max_memory);
+  if (need > limit)
+    throw ConfigError(
+        c.source, e.key,
+        fmt::format("too large for memory: the {} needs about {} ({} at ~{:.0f} B/op), above "
+                    "--max-memory {}; {} or raise --max-memory",
+                    to_string(limits.workload), format_bytes(need), e.formula,
+                    bytes_per_op(limits.workload), format_bytes(limit), fix));
+}
+
+namespace {
+
+// Sums of non-negative contributions by the key they come from.
+class Blame {
+ public:
+  void add(const std::string& key, double v) {
+    by_key_[key] += v;
+    total_ += v;
+  }
+  double total() const { return total_; }
+  const std::string& top() const {
+    auto it = std::max_element(by_key_.begin(), by_key_.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+    return it->first;
+  }
+  std::string parts() const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : by_key_)
+      if (v > 0) out.push_back(fmt::format("{} {:.4g}", k, v));
+    return fmt::format("{}", fmt::join(out, " + "));
+  }
+
+ private:
+  std::map<std::string, double> by_key_;
+  double total_ = 0;
+};
+
+// The key a stage's cost field came from.
+std::string cost_key(const Config& c, int stage, const char* field) {
+  auto given = [&](const CostSpec& s) {
+    const std::string f = field;
+    return f == "forward"          ? s.forward.has_value()
+           : f == "backward"       ? s.backward.has_value()
+           : f == "backward_input" ? s.backward_input.has_value()
+                                   : s.backward_weight.has_value();
+  };
+  if (auto it = c.stage_costs.find(stage); it != c.stage_costs.end() && given(it->second))
+    return fmt::format("costs.per_stage.{}.{}", stage, field);
+  return fmt::format("costs.{}", field);
+}
+
+}  // namespace
+
+void check_numbers(const Config& c, const schedules::Program& p, const Model& m) {
+  using schedules::OpKind;
+  // Single byte counts: exact as doubles, so every figure derived from them is.
+  const std::pair<const char*, std::int64_t> counts[] = {
+      {"comm.boundary_bytes", m.network.boundary_bytes},
+      {"comm.eager_limit", m.network.eager_limit},
+      {"memory.activation_bytes", m.memory.activation_bytes},
+      {"memory.weight_stash_bytes", m.memory.weight_stash_bytes},
+      {"memory.static_bytes", m.memory.static_bytes}};
+  for (const auto& [key, v] : counts)
+    if (v < 0 || v > kMaxBytes)
+      throw ConfigError(
+          c.source, key,
+          fmt::format("expected a whole number of bytes in [0, 2^53 = {}], got {}", kMaxBytes, v));
+
+  // An upper bound on the makespan: until the run ends some op or transfer is in progress, so
+  // it is at most every compute op's duration plus every transfer's time, one after another.
+  Blame time;
+  double sends = 0;
+  Blame total_bytes;
+  const double xfer_bw = m.network.bandwidth > 0
+                             ? static_cast<double>(m.network.boundary_bytes) / m.network.bandwidth
+                             : 0.0;
+  // Compute ops counted per (stage, kind) first: keys are formatted per stage, not per op.
+  const std::size_t S = m.costs.stages.size();
+  std::vector<std::array<double, 4>> count(S, {0, 0, 0, 0});  // F, B, I, W
+  std::vector<double> chunks(static_cast<std::size_t>(p.ranks()), 0);
+  for (const auto& pl : p.placement())
+    if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
+  for (int r = 0; r < p.ranks(); ++r) {
+    double f_parts = 0, comm = 0;
+    auto compute = [&](const schedules::Op& op) {
+      if (op.kind == OpKind::F) ++f_parts;
+      const int k = static_cast<int>(op.kind) - static_cast<int>(OpKind::F);
+      if (op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && k >= 0 && k < 4)
+        ++count[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(k)];
+    };
+    for (const schedules::Op& op : p.ops(r)) {
+      if (schedules::is_composite(op.kind)) {
+        for (const schedules::Op& part : p.parts(r, op)) compute(part);
+      } else if (schedules::is_compute(op.kind)) {
+        compute(op);
+      } else if (schedules::is_comm(op.kind)) {
+        ++comm;
+        if (schedules::is_send(op.kind)) ++sends;
+      }
+    }
+    // The most a rank can hold at once: all it ever takes, none of it freed.
+    const double statics = static_cast<double>(m.memory.static_bytes) *
+                           chunks[static_cast<std::size_t>(r)],
+                 stashes = static_cast<double>(m.memory.activation_bytes) * f_parts,
+                 buffers = static_cast<double>(m.network.boundary_bytes) * comm;
+    if (statics + stashes + buffers > static_cast<double>(kMaxByteSum)) {
+      Blame peak;
+      peak.add("memory.static_bytes", statics);
+      peak.add("memory.activation_bytes", stashes);
+      peak.add("comm.boundary_bytes", buffers);
+      throw ConfigError(
+          c.source, peak.top(),
+          fmt::format("rank {}'s memory could reach {:.4g} bytes ({}), above the 2^62 bytes a "
+                      "64-bit counter holds with margin; lower {}",
+                      r, peak.total(), peak.parts(), peak.top()));
+    }
+  }
+  for (std::size_t st = 0; st < S; ++st) {
+    const StageCost& sc = m.costs.stages[st];
+    const int stage = static_cast<int>(st);
+    const auto& n = count[st];
+    if (n[0] > 0) time.add(cost_key(c, stage, "forward"), n[0] * sc.forward);
+    if (n[1] > 0) {
+      const bool split = sc.split && sc.backward_input > 0 && sc.backward_weight > 0;
+      time.add(cost_key(c, stage,
+                        !split                                    ? "backward"
+                        : sc.backward_input >= sc.backward_weight ? "backward_input"
+                                                                  : "backward_weight"),
+               n[1] * sc.backward);
+    }
+    if (n[2] > 0) time.add(cost_key(c, stage, "backward_input"), n[2] * sc.backward_input);
+    if (n[3] > 0) time.add(cost_key(c, stage, "backward_weight"), n[3] * sc.backward_weight);
+  }
+  total_bytes.add("comm.boundary_bytes", static_cast<double>(m.network.boundary_bytes) * sends);
+  if (total_bytes.total() > static_cast<double>(kMaxByteSum))
+    throw ConfigError(c.source, "comm.boundary_bytes",
+                      fmt::format("{:.0f} transfers of {} bytes sum to {:.4g} bytes, above the "
+                                  "2^62 bytes a 64-bit counter holds with margin; lower "
+                                  "comm.boundary_bytes",
+                                  sends, m.network.boundary_bytes, total_bytes.total()));
+  if (sends > 0) {
+    time.add("comm.latency", sends * m.network.latency);
+    time.add("comm.bandwidth", sends * xfer_bw);
+  }
+  if (!(time.total() <= kMaxTime))  // also catches inf and nan
+    throw ConfigError(
+        c.source, time.top(),
+        fmt::format("the run could last up to {:.4g} {} ({}), above the bound of {:.0e} time "
+                    "units that keeps times exact to 1/8 unit; lower {} or use a larger "
+                    "time_unit",
+                    time.total(), c.time_unit, time.parts(), kMaxTime, time.top()));
+}
+
+std::uint64_t parse_bytes(std::string_view text) {
+  const std::string s(text);
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("expected bytes such as 512M or 8G, got '{}'", s));
+  }
+  std::string suffix = s.substr(used);
+  for (auto& ch : suffix) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (suffix.size() > 1 && suffix.back() == 'B') suffix.pop_back();
+  if (suffix.size() > 1 && suffix.back() == 'I') suffix.pop_back();
+  double scale = 1;
+  if (suffix.empty() || suffix == "B")
+    scale = 1;
+  else if (suffix == "K")
+    scale = 1024.0;
+  else if (suffix == "M")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw std::invalid_argument(
+        fmt::format("unknown unit in '{}': use B, K, M, G or T (powers of 1024)", s));
+  const double bytes = v * scale;
+  if (!std::isfinite(bytes) || bytes < 0 || bytes >= 1.8e19)
+    throw std::invalid_argument(fmt::format("expected bytes >= 0 (0 = no limit), got '{}'", s));
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+}  // namespace ppsim::config

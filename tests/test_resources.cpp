@@ -1,0 +1,153 @@
+// The resource model (config/resources.hpp, docs/LIMITS.md): the memory a config needs is
+// estimated from its parameters before anything is built, and a config above the limit is a
+// ConfigError naming the key that makes it big.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/config/resources.hpp"
+#include "ppsim/sim/analysis.hpp"
+
+namespace {
+
+using namespace ppsim;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+config::Config parse(const std::string& kind, int P, int M, int V = 1,
+                     const std::string& style = "async") {
+  json j = {{"schedule", {{"kind", kind}, {"ranks", P}, {"microbatches", M}}},
+            {"comm", {{"style", style}}}};
+  if (V > 1) j["schedule"]["chunks"] = V;
+  return config::parse_config(j, "cfg.json");
+}
+
+// The ConfigError `f` throws; fails the test when it throws none.
+template <typename F>
+config::ConfigError error_of(F&& f) {
+  try {
+    f();
+  } catch (const config::ConfigError& e) {
+    return e;
+  }
+  FAIL("expected a config::ConfigError, none was thrown");
+  throw std::logic_error("unreachable");
+}
+
+double need(const config::Config& c, config::Workload w) {
+  return config::kBaseBytes + config::estimate_ops(c).ops * config::bytes_per_op(w);
+}
+
+}  // namespace
+
+TEST_CASE("the op estimate is linear in ranks x chunks x microbatches", "[resources]") {
+  const double one = config::estimate_ops(parse("1f1b", 4, 8)).ops;
+  CHECK(one == 4 * 8 * config::kOpsPerStageMicrobatch);
+  CHECK(config::estimate_ops(parse("1f1b", 4, 16)).ops == 2 * one);
+  CHECK(config::estimate_ops(parse("1f1b", 8, 16)).ops == 4 * one);
+  CHECK(config::estimate_ops(parse("interleaved-1f1b", 4, 8, 3)).ops == 3 * one);
+  // Defaults count: gpipe and 1f1b have chunks fixed at 1.
+  CHECK(config::estimate_ops(parse("gpipe", 4, 8)).ops == one);
+}
+
+TEST_CASE("the op estimate bounds the lowered program of every schedule and style", "[resources]") {
+  for (const std::string style : {"async", "async-send", "batched", "blocking"}) {
+    for (const auto& [kind, V] : {std::pair{"1f1b", 1}, {"gpipe", 1}, {"interleaved-1f1b", 2}}) {
+      const config::Config c = parse(kind, 4, 8, V, style);
+      const config::Prepared p = config::prepare(c);
+      INFO(kind << " " << style);
+      CHECK(static_cast<double>(p.program->total_ops()) <= config::estimate_ops(c).ops);
+      // ... and not by much: the estimate is for refusing, not for scaring.
+      CHECK(static_cast<double>(p.program->total_ops()) >= 0.6 * config::estimate_ops(c).ops);
+    }
+  }
+}
+
+TEST_CASE("the memory needed is the documented bytes per op, per workload", "[resources]") {
+  // docs/LIMITS.md states these figures; change both together.
+  CHECK(config::bytes_per_op(config::Workload::program) == 64);
+  CHECK(config::bytes_per_op(config::Workload::run) == 80);
+  CHECK(config::bytes_per_op(config::Workload::trace) == 200);
+  const config::Config c = parse("1f1b", 8, 20000);
+  const double run = need(c, config::Workload::run);
+  // Just above the need passes, just below is refused.
+  const auto above = static_cast<std::uint64_t>(run) + 1;
+  const auto below = static_cast<std::uint64_t>(run) - 1;
+  CHECK_NOTHROW(config::check_resources(c, {above, config::Workload::run}));
+  CHECK_THROWS_AS(config::check_resources(c, {below, config::Workload::run}), config::ConfigError);
+  // A trace costs more than a run.
+  CHECK_THROWS_AS(config::check_resources(c, {above, config::Workload::trace}),
+                  config::ConfigError);
+}
+
+TEST_CASE("a config above --max-memory is refused naming the key that makes it big",
+          "[resources]") {
+  const std::uint64_t limit = 64ull << 20;  // 64 MiB
+  SECTION("microbatches") {
+    const config::Config c = parse("1f1b", 4, 1'000'000);
+    const config::ConfigError e = error_of([&] { config::prepare(c, {limit}); });
+    CHECK(e.key() == "schedule.microbatches");
+    CHECK(e.source() == "cfg.json");
+    CHECK_THAT(e.what(), Contains("key 'schedule.microbatches': too large for memory: the run "
+                                  "needs about 2.4 GiB") &&
+                             Contains("schedule.ranks=4 x schedule.chunks=1 x "
+                                      "schedule.microbatches=1000000 x 8 = 3.2e+07 ops") &&
+                             Contains("above --max-memory 64.0 MiB") &&
+                             Contains("lower schedule.microbatches or raise --max-memory"));
+  }
+  SECTION("ranks") {
+    const config::Config c = parse("1f1b", 100'000, 4);
+    const config::ConfigError e = error_of([&] { config::prepare(c, {limit}); });
+    CHECK(e.key() == "schedule.ranks");
+    CHECK_THAT(e.what(), Contains("lower schedule.ranks"));
+  }
+  SECTION("through sim::analyze, with a trace the stricter bound") {
+    const config::Config c = parse("1f1b", 8, 20000);
+    const auto between = static_cast<std::uint64_t>(need(c, config::Workload::run)) + 1;
+    CHECK_NOTHROW(sim::analyze(c, {.max_memory = between}));
+    const config::ConfigError e =
+        error_of([&] { sim::analyze(c, {.trace = true, .max_memory = between}); });
+    CHECK(e.key() == "schedule.microbatches");
+    CHECK_THAT(e.what(), Contains("the run --trace needs about"));
+  }
+  SECTION("0 is no limit, but the 32-bit index bound stays") {
+    CHECK_NOTHROW(config::check_resources(parse("1f1b", 1000, 100000), {0}));
+    const config::ConfigError e =
+        error_of([&] { config::prepare(parse("1f1b", 4, 100'000'000), {0}); });
+    CHECK(e.key() == "schedule.microbatches");
+    CHECK_THAT(e.what(), Contains("too large to index") && Contains("32-bit"));
+  }
+  SECTION("custom programs: estimated from the ops written") {
+    const json j = {{"schedule", {{"kind", "custom"}, {"ops", {"0F0,0B0,1F0", "0F1,1B0"}}}}};
+    const config::Config c = config::parse_config(j, "cfg.json");
+    CHECK(config::estimate_ops(c).ops == 5);
+    const config::ConfigError e = error_of([&] { config::prepare(c, {1024}); });
+    CHECK(e.key() == "schedule.ops");
+    CHECK_THAT(e.what(), Contains("5 ops written in schedule.ops"));
+  }
+}
+
+TEST_CASE("the default limit is a fraction of this machine's memory", "[resources]") {
+  const std::uint64_t d = config::default_max_memory();
+  CHECK(d > 0);
+  CHECK(config::ResourceLimits{}.max_memory == d);
+  CHECK(sim::AnalyzeOptions{}.max_memory == d);
+}
+
+TEST_CASE("max-memory values: bytes with binary suffixes", "[resources]") {
+  CHECK(config::parse_bytes("0") == 0);
+  CHECK(config::parse_bytes("1000") == 1000);
+  CHECK(config::parse_bytes("512M") == 512ull << 20);
+  CHECK(config::parse_bytes("8G") == 8ull << 30);
+  CHECK(config::parse_bytes("8g") == 8ull << 30);
+  CHECK(config::parse_bytes("1.5GiB") == 3ull << 29);
+  CHECK(config::parse_bytes("2KB") == 2048);
+  CHECK(config::parse_bytes("1T") == 1ull << 40);
+  CHECK_THROWS_AS(config::parse_bytes(""), std::invalid_argument);
+  CHECK_THROWS_AS(config::parse_bytes("lots"), std::invalid_argument);
+  CHECK_THROWS_AS(config::parse_bytes("12X"), std::invalid_argument);
+  CHECK_THROWS_AS(config::parse_bytes("-1G"), std::invalid_argument);
+  CHECK_THROWS_AS(config::parse_bytes("1e30"), std::invalid_argument);
+  CHECK(config::format_bytes(11.7 * (1ull << 30)) == "11.7 GiB");
+  CHECK(config::format_bytes(100) == "100 B");
+}
