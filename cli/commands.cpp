@@ -27,42 +27,24 @@ namespace ppsim::cli {
 
 namespace {
 
-// The key an override sets: "schedule.ranks" of "schedule.ranks=4".
-std::string override_key(const std::string& assignment) {
-  return assignment.substr(0, assignment.find('='));
-}
-
-// True when an error about `key` is about what the override of `set` wrote: the same key, a key
-// inside the value it wrote, or the section that the written key sits in (an unknown key).
-bool blames(const std::string& set, const std::string& key) {
-  auto inside = [](const std::string& a, const std::string& b) {  // a is below b
-    return a.size() > b.size() && a.starts_with(b) && (a[b.size()] == '.' || a[b.size()] == '[');
-  };
-  return set == key || inside(key, set) || inside(set, key);
-}
-
-// A ConfigError as the user should read it: a value that came from --set is blamed on the
-// `--set KEY=VALUE` that wrote it (the file is named too), and echoed assignments are shortened.
-std::string config_message(const config::ConfigError& e,
-                           const std::vector<std::string>& overrides) {
+// A ConfigError as the user should read it: config blames a value that came from --set on the
+// `--set KEY=VALUE` that wrote it, and the file is named beside it; echoed values are shortened.
+std::string config_message(const config::ConfigError& e, const std::string& file) {
   const std::string what = e.what();
   const std::string rest = what.starts_with(e.source() + ": ")
                                ? what.substr(e.source().size() + 2)
                                : what;  // the message after "SOURCE: "
   // Values echoed by the reader may be huge or binary: cut them (the file name is left whole).
   const std::string body = shorten_long_words(rest);
-  if (e.source().starts_with("--set "))  // apply_override's own errors
-    return fmt::format("--set {}: {}", printable(e.source().substr(6)), body);
-  for (auto it = overrides.rbegin(); !e.key().empty() && it != overrides.rend(); ++it)
-    if (blames(override_key(*it), e.key()))
-      return fmt::format("--set {}: {} (config {})", printable(*it), body, e.source());
+  if (e.source().starts_with("--set "))
+    return fmt::format("--set {}: {} (config {})", printable(e.source().substr(6)), body, file);
   return what.starts_with(e.source() + ": ") ? e.source() + ": " + body : what;
 }
 
 // Runs `body`; bad input and output errors become exit code 2 and are handed to `report`
 // (by default: "ppsim: error: MESSAGE" on stderr).
 template <typename F, typename R>
-int guarded(const std::string& source, const CommonOptions& common, F&& body, R&& report) {
+int guarded(const std::string& source, F&& body, R&& report) {
   try {
     return body();
   } catch (const std::bad_alloc&) {  // parameters too large for memory: bad input, not a crash
@@ -70,7 +52,7 @@ int guarded(const std::string& source, const CommonOptions& common, F&& body, R&
   } catch (const std::length_error&) {
     report(fmt::format("{}: the schedule is too large to simulate", source));
   } catch (const config::ConfigError& e) {
-    report(config_message(e, common.overrides));
+    report(config_message(e, source));
   } catch (const UsageError& e) {
     report(e.what());
   } catch (const OutputError& e) {
@@ -90,8 +72,8 @@ void to_stderr(const std::string& message) {
 }
 
 template <typename F>
-int guarded(const std::string& source, const CommonOptions& common, F&& body) {
-  return guarded(source, common, std::forward<F>(body), to_stderr);
+int guarded(const std::string& source, F&& body) {
+  return guarded(source, std::forward<F>(body), to_stderr);
 }
 
 // `text` with every line but the first indented by `n` spaces, so that the elements of a JSON
@@ -153,7 +135,7 @@ std::vector<int> parse_positive_list(const std::string& option,
 
 int cmd_run(const std::string& path, bool json, const std::string& trace_file,
             const CommonOptions& common) {
-  return guarded(path, common, [&] {
+  return guarded(path, [&] {
     const config::Config cfg = config::load_config(path, common.overrides);
     // Opened before the simulation: a bad path fails at once, and the temporary is cleaned up
     // whatever happens next.
@@ -184,7 +166,7 @@ int cmd_run(const std::string& path, bool json, const std::string& trace_file,
 
 int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common) {
-  return guarded(fmt::format("{}", fmt::join(paths, ", ")), common, [&] {
+  return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     const config::SweepAxes axes{split_list("--schedules", sweep.schedules),
                                  parse_positive_list("--microbatches", sweep.microbatches),
                                  parse_positive_list("--chunks", sweep.chunks)};
@@ -229,7 +211,7 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
   for (const auto& path : paths) {
     std::string error;
     const int one = guarded(
-        path, common,
+        path,
         [&] {
           const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides),
                                                    {.max_memory = common.max_memory});
@@ -294,7 +276,7 @@ int cmd_list() {
 }
 
 int cmd_export(const std::string& path, const CommonOptions& common) {
-  return guarded(path, common, [&] {
+  return guarded(path, [&] {
     const config::Prepared run = config::prepare(config::load_config(path, common.overrides),
                                                  {common.max_memory, config::Workload::program});
     std::cout << run.program->to_text();

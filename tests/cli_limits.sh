@@ -19,13 +19,16 @@ expect() {  # expect CODE TEXT ARGS...: exit code and a text the output must con
   fi
 }
 
+# A value given with --set is blamed on the flag, and the file is named beside it.
+expect 2 "ppsim: error: --set memory.static_bytes=9e18: key 'memory.static_bytes': expected a whole number of bytes in [0, 2^53 = 9007199254740992], got 9000000000000000000 (config $cfg)" \
+  run "$cfg" --set memory.static_bytes=9e18
 # Too many ops for 32-bit ids: refused before anything is built, whatever the memory limit.
-expect 2 "$cfg: key 'schedule.microbatches': too large to index" \
+expect 2 "key 'schedule.microbatches': too large to index" \
   check "$cfg" --set schedule.microbatches=100000000
 expect 2 "key 'schedule.microbatches'" check "$cfg" --set schedule.microbatches=100000000 --max-memory 0
 expect 2 "key 'schedule.ranks'" export "$cfg" --set schedule.ranks=100000000
 # Above --max-memory: the message names the key, the need and the limit.
-expect 2 "$cfg: key 'schedule.microbatches': too large for memory: the run needs about 9.6 GiB" \
+expect 2 "key 'schedule.microbatches': too large for memory: the run needs about 9.6 GiB" \
   run "$cfg" --set schedule.ranks=8 --set schedule.microbatches=2000000 --max-memory 1G
 expect 2 "above --max-memory 1.0 GiB; lower schedule.microbatches or raise --max-memory" \
   check "$cfg" --set schedule.ranks=8 --set schedule.microbatches=2000000 --max-memory 1G
@@ -45,12 +48,12 @@ expect 2 "--max-memory" check "$cfg" --max-memory -1G
 expect 2 "--max-memory" check "$cfg" --max-memory lots
 
 # Numbers whose sums would overflow (the examples), and their largest accepted values.
-expect 2 "$cfg: key 'comm.boundary_bytes': expected a whole number of bytes in [0, 2^53" \
+expect 2 "key 'comm.boundary_bytes': expected a whole number of bytes in [0, 2^53" \
   run "$cfg" --set comm.boundary_bytes=1e18
-expect 2 "$cfg: key 'memory.static_bytes'" run "$cfg" --set memory.static_bytes=9e18
-expect 2 "$cfg: key 'costs.forward': the run could last up to" run "$cfg" --set costs.forward=1e308
-expect 2 "$cfg: key 'comm.latency'" check "$cfg" --set comm.latency=1e308
-expect 2 "$cfg: key 'costs.forward'" run "$cfg" --set costs.forward=1e308 --trace "$tmp/t.json"
+expect 2 "key 'memory.static_bytes'" run "$cfg" --set memory.static_bytes=9e18
+expect 2 "key 'costs.forward': the run could last up to" run "$cfg" --set costs.forward=1e308
+expect 2 "key 'comm.latency'" check "$cfg" --set comm.latency=1e308
+expect 2 "key 'costs.forward'" run "$cfg" --set costs.forward=1e308 --trace "$tmp/t.json"
 [ -e "$tmp/t.json" ] && { echo "FAIL: a refused run left a trace"; fail=1; }
 big=(--set comm.boundary_bytes=9007199254740992 --set memory.static_bytes=9007199254740992
   --set costs.forward=1e13 --set costs.backward_input=1e13 --set costs.backward_weight=1e13)

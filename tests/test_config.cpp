@@ -592,3 +592,34 @@ TEST_CASE(
       CHECK(c.lowering.params.get(spec.name) == spec.default_value);
   }
 }
+
+TEST_CASE(
+    "An I or W op on a stage with only a full backward cost is refused by prepare, naming the "
+    "key and the op",
+    "[config]") {
+  json j = json::parse(R"({"schedule": {"kind": "custom", "ops": ["0F0,1F0,1I0,0B0,1W0"]},
+                           "costs": {"forward": 1, "backward": 2}})");
+  const auto e = error_of([&] { config::prepare(config::parse_config(j, kSource)); });
+  CHECK(e.source() == kSource);
+  CHECK(e.key() == "costs.backward");
+  CHECK_THAT(e.what(), Contains("rank 0 runs 1I0") && Contains("stage 1"));
+
+  SECTION("a stage's own backward is the key named") {
+    j["costs"] = json::parse(R"({"backward_input": 1, "backward_weight": 1,
+                                 "per_stage": {"1": {"backward": 2}}})");
+    const auto e1 = error_of([&] { config::prepare(config::parse_config(j, kSource)); });
+    CHECK(e1.key() == "costs.per_stage.1.backward");
+  }
+  SECTION("a value from --set is blamed on the flag") {
+    const auto e2 =
+        error_of([&] { config::prepare(config::parse_config(j, kSource, {"costs.backward=3"})); });
+    CHECK(e2.source() == "--set costs.backward=3");
+    CHECK(e2.key() == "costs.backward");
+  }
+  SECTION("with split costs it runs") {
+    j["costs"] = json::parse(R"({"forward": 1, "backward_input": 1, "backward_weight": 1})");
+    const auto a = sim::analyze(config::parse_config(j, kSource));
+    REQUIRE(a.metrics);
+    CHECK(a.metrics->makespan == 6.0);  // 1 + 1 + 1 + 2 + 1, one rank
+  }
+}
