@@ -25,6 +25,8 @@
 
 namespace ppsim::cli {
 
+using schedules::excerpt;
+
 namespace {
 
 // A ConfigError as the user should read it: config blames a value that came from --set on the
@@ -37,7 +39,7 @@ std::string config_message(const config::ConfigError& e, const std::string& file
   // Values echoed by the reader may be huge or binary: cut them (the file name is left whole).
   const std::string body = shorten_long_words(rest);
   if (e.source().starts_with("--set "))
-    return fmt::format("--set {}: {} (config {})", printable(e.source().substr(6)), body, file);
+    return fmt::format("--set {}: {} (config {})", excerpt(e.source().substr(6), 80), body, file);
   return what.starts_with(e.source() + ": ") ? e.source() + ": " + body : what;
 }
 
@@ -105,7 +107,7 @@ std::vector<std::string> split_list(const std::string& option,
       std::string item = arg.substr(start, comma == std::string::npos ? comma : comma - start);
       if (item.empty())
         throw UsageError(fmt::format("{} '{}': element {} is empty (write a list as 8,16,32)",
-                                     option, printable(arg), index));
+                                     option, excerpt(arg, 80), index));
       out.push_back(std::move(item));
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -123,11 +125,11 @@ std::vector<int> parse_positive_list(const std::string& option,
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (ec == std::errc::result_out_of_range || (ec == std::errc() && v > INT_MAX))
       throw UsageError(
-          fmt::format("{}: '{}' is too large (at most {})", option, printable(item), INT_MAX));
+          fmt::format("{}: '{}' is too large (at most {})", option, excerpt(item, 80), INT_MAX));
     if (ec != std::errc() || end != item.data() + item.size())
-      throw UsageError(fmt::format("{}: '{}' is not an integer", option, printable(item)));
+      throw UsageError(fmt::format("{}: '{}' is not an integer", option, excerpt(item, 80)));
     if (v < 1)
-      throw UsageError(fmt::format("{}: '{}' must be at least 1", option, printable(item)));
+      throw UsageError(fmt::format("{}: '{}' must be at least 1", option, excerpt(item, 80)));
     out.push_back(static_cast<int>(v));
   }
   return out;
@@ -172,8 +174,8 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                                  parse_positive_list("--chunks", sweep.chunks)};
     for (const auto& kind : axes.kinds)
       if (!known_schedule(kind))
-        throw UsageError(
-            fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)", printable(kind)));
+        throw UsageError(fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)",
+                                     excerpt(kind, 80)));
     std::vector<record::RunRecord> runs;
     for (const auto& path : paths) {
       const config::Config base = config::load_config(path, common.overrides);

@@ -6,11 +6,7 @@
 
 namespace ppsim::cli {
 
-// `token` with control bytes and invalid UTF-8 written as \xNN, cut after about `max` characters
-// (on a character boundary) with "…" appended.
-std::string printable(std::string_view token, std::size_t max = 80);
-
-// `message` with every whitespace-separated word longer than `max` shortened by printable().
+// `message` with every whitespace-separated word longer than `max` shortened by excerpt().
 std::string shorten_long_words(std::string_view message, std::size_t max = 80);
 
 }  // namespace ppsim::cli

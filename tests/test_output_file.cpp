@@ -14,6 +14,7 @@
 
 #include "messages.hpp"
 #include "output_file.hpp"
+#include "ppsim/schedules/excerpt.hpp"
 
 using ppsim::cli::OutputError;
 using ppsim::cli::OutputFile;
@@ -163,8 +164,10 @@ TEST_CASE("OutputFile accepts a file name at the length limit") {
   CHECK(dir.entries() == 1);
 }
 
-TEST_CASE("printable cuts long tokens and escapes binary bytes") {
-  using ppsim::cli::printable;
+TEST_CASE("excerpt cuts long tokens and escapes binary bytes") {
+  auto printable = [](std::string_view s, std::size_t max = 80) {
+    return ppsim::schedules::excerpt(s, max);
+  };
   CHECK(printable("abc") == "abc");
   CHECK(printable(std::string(100, 'a')) == std::string(80, 'a') + "…");
   CHECK(printable(std::string("a\x01\xff", 3)) == "a\\x01\\xff");

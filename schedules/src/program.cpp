@@ -1,5 +1,7 @@
 #include "ppsim/schedules/program.hpp"
 
+#include "ppsim/schedules/excerpt.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -108,23 +110,6 @@ struct Token {
 constexpr int kMaxIndex = 1'000'000'000;
 // The line that stands for a rank with no ops.
 constexpr std::string_view kIdle = "IDLE";
-
-// Input echoed in a message: printable ASCII kept, other bytes as \xNN, cut after `max` bytes.
-std::string excerpt(std::string_view text, std::size_t max = 60) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (i == max) {
-      out += "…";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f)
-      out += static_cast<char>(c);
-    else
-      out += fmt::format("\\x{:02x}", c);
-  }
-  return out;
-}
 
 // A decimal id >= 0: false when `s` is not one; `fail` when it is one but too large.
 template <typename Fail>

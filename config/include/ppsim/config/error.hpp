@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "ppsim/schedules/excerpt.hpp"
+
 namespace ppsim::config {
 
 class ConfigError : public std::runtime_error {
@@ -20,8 +22,6 @@ class ConfigError : public std::runtime_error {
   std::string source_, key_, message_;
 };
 
-// Text from the input made safe to echo in a message: bytes that are not printable ASCII or valid
-// UTF-8 shown as \xNN, control characters escaped, cut after `max` characters with "…".
-std::string excerpt(std::string_view text, std::size_t max = 60);
+using schedules::excerpt;  // input echoed in messages, cut and escaped
 
 }  // namespace ppsim::config
