@@ -44,8 +44,7 @@ for t in "${targets[@]}"; do
   if [ -z "$execs" ]; then  # -fork mode prints no final stats: read its last status line
     last=$(grep -E '^#[0-9]+' "$work/$t.log" | tail -1)
     execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")
-    rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
-    [ -z "$rate" ] && [ -n "$execs" ] && rate=$((execs / seconds))
+    [ -n "$execs" ] && rate=$((execs / seconds))
   fi
   cp "$work/$t.log" "$artifacts/$t.log"
   # -fork=1 -ignore_crashes=1 goes on after a crash and exits 0: count the reproducers instead.
