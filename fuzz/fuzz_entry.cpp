@@ -135,6 +135,20 @@ bool too_big(const json& j) {
   return false;
 }
 
+// Byte counts in a report are sums of non-negative sizes: a negative one is an overflow.
+bool negative_bytes(const json& j) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items())
+      if ((key.ends_with("bytes") && value.is_number() && value.get<double>() < 0) ||
+          negative_bytes(value))
+        return true;
+  } else if (j.is_array()) {
+    for (const auto& value : j)
+      if (negative_bytes(value)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Outcome config_entry(std::string_view bytes) {
@@ -180,7 +194,9 @@ Outcome pipeline_entry(std::string_view bytes) {
     const record::RunRecord run = sim::analyze(prepared, {.trace = true});
     (void)viz::summary_text(run);
     (void)viz::check_text(run, kSource);
-    (void)viz::to_json(run).dump(2);
+    const json report = viz::to_json(run);
+    (void)report.dump(2);
+    if (negative_bytes(report)) throw std::logic_error("a negative byte count in the report");
     (void)viz::check_json(run, kSource).dump(2);
     if (run.trace) {
       std::ostringstream out;
