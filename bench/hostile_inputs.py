@@ -259,6 +259,8 @@ def run_one(ppsim, case, sub, tmo, work):
         secs, rss = float("nan"), float("nan")
     os.unlink(tf.name)
     err = p.stderr
+    # `check` reports a bad file in its place on stdout ("ERROR FILE: ..."); the others on stderr.
+    said = err + p.stdout if sub == "check" else err
     # GNU time prints "Command terminated by signal N" / "Command exited with non-zero status".
     v = []
     if rc >= 128 or rc < 0 or any(s in err for s in (b"AddressSanitizer", b"runtime error:",
@@ -270,9 +272,9 @@ def run_one(ppsim, case, sub, tmo, work):
         v.append("memory")
     if rc not in (0, 1, 2):
         v.append("exit")
-    if rc == 2 and path.encode() not in err and not (sets and b"--set" in err):
+    if rc == 2 and path.encode() not in said and not (sets and b"--set" in said):
         v.append("nofile")
-    if len(err) > ECHO_BYTES:
+    if len(err) > ECHO_BYTES or (sub == "check" and len(p.stdout) > ECHO_BYTES and rc == 2):
         v.append("echo")
     if rc in (0, 1) and sub == "run-json" and not valid_json(p.stdout):
         v.append("badjson")

@@ -35,7 +35,8 @@ config::ConfigError error_of(F&& f) {
 }
 
 double need(const config::Config& c, config::Workload w) {
-  return config::kBaseBytes + config::estimate_ops(c).ops * config::bytes_per_op(w);
+  const config::OpEstimate e = config::estimate_ops(c);
+  return config::kBaseBytes + e.ops * config::bytes_per_op(w) + e.ranks * config::kBytesPerRank;
 }
 
 }  // namespace
@@ -130,6 +131,7 @@ TEST_CASE("a config above --max-memory is refused naming the key that makes it b
 TEST_CASE("the default limit is a fraction of this machine's memory", "[resources]") {
   const std::uint64_t d = config::default_max_memory();
   CHECK(d > 0);
+  CHECK(d <= config::kDefaultMaxMemoryCap);
   CHECK(config::ResourceLimits{}.max_memory == d);
   CHECK(sim::AnalyzeOptions{}.max_memory == d);
 }

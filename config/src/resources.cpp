@@ -57,7 +57,7 @@ std::uint64_t default_max_memory() {
     rlimit as{};
     if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
       limit = std::min<std::uint64_t>(limit, as.rlim_cur);
-    return limit;
+    return std::min(limit, kDefaultMaxMemoryCap);
   }();
   return value;
 }
@@ -96,6 +96,18 @@ double custom_ops(const Config& c) {
   return n;
 }
 
+// Ranks of a `custom` program: its lines or array elements.
+double custom_ranks(const Config& c) {
+  const nlohmann::json& raw = c.raw;
+  if (!raw.is_object() || !raw.contains("schedule") || !raw["schedule"].is_object()) return 0;
+  const auto& s = raw["schedule"];
+  if (!s.contains("ops")) return 0;
+  if (s["ops"].is_array()) return static_cast<double>(s["ops"].size());
+  if (!s["ops"].is_string()) return 0;
+  const auto& text = s["ops"].get_ref<const std::string&>();
+  return 1 + static_cast<double>(std::count(text.begin(), text.end(), '\n'));
+}
+
 }  // namespace
 
 OpEstimate estimate_ops(const Config& c) {
@@ -103,6 +115,7 @@ OpEstimate estimate_ops(const Config& c) {
   const schedules::Generator* g = schedules::Registry::instance().find(c.kind);
   if (g == nullptr) {
     out.ops = custom_ops(c);
+    out.ranks = custom_ranks(c);
     out.key = "schedule.ops";
     out.formula = fmt::format("{:.0f} ops written in schedule.ops", out.ops);
     return out;
@@ -115,6 +128,7 @@ OpEstimate estimate_ops(const Config& c) {
     if (spec == nullptr) continue;
     const std::int64_t v = param_value(c, *spec);
     cells *= static_cast<double>(v);
+    if (std::string_view(name) == "ranks") out.ranks = static_cast<double>(v);
     factors.push_back(fmt::format("schedule.{}={}", name, v));
     if (static_cast<double>(v) >= largest) {
       largest = static_cast<double>(v);
@@ -127,6 +141,10 @@ OpEstimate estimate_ops(const Config& c) {
   return out;
 }
 
+double estimated_bytes(const OpEstimate& e, Workload w) {
+  return kBaseBytes + e.ops * bytes_per_op(w) + e.ranks * kBytesPerRank;
+}
+
 void check_resources(const Config& c, const ResourceLimits& limits) {
   const OpEstimate e = estimate_ops(c);
   const std::string fix = e.key == "schedule.ops" ? "write fewer ops" : "lower " + e.key;
@@ -136,15 +154,16 @@ void check_resources(const Config& c, const ResourceLimits& limits) {
                                   "the {:.0f} ops that 32-bit op and endpoint ids can number; {}",
                                   e.formula, kMaxOps, fix));
   if (limits.max_memory == 0) return;
-  const double need = kBaseBytes + e.ops * bytes_per_op(limits.workload);
+  const double need = estimated_bytes(e, limits.workload);
   const double limit = static_cast<double>(limits.max_memory);
   if (need > limit)
     throw ConfigError(
         c.source, e.key,
-        fmt::format("too large for memory: the {} needs about {} ({} at ~{:.0f} B/op), above "
-                    "--max-memory {}; {} or raise --max-memory",
+        fmt::format("too large for memory: the {} needs about {} ({} at ~{:.0f} B/op, {:.0f} "
+                    "ranks at ~{:.0f} B), above --max-memory {}; {} or raise --max-memory",
                     to_string(limits.workload), format_bytes(need), e.formula,
-                    bytes_per_op(limits.workload), format_bytes(limit), fix));
+                    bytes_per_op(limits.workload), e.ranks, kBytesPerRank, format_bytes(limit),
+                    fix));
 }
 
 namespace {

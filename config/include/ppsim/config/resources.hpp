@@ -25,7 +25,15 @@ double bytes_per_op(Workload w);
 // Resident bytes of the process before any program exists.
 inline constexpr double kBaseBytes = 16.0 * 1024 * 1024;
 
-// Half of physical memory, lowered to the cgroup's memory.max and RLIMIT_AS when they are set.
+// Resident bytes per rank beside its ops (per-rank tables, timelines and the report's rank rows),
+// measured with 1F1B at M=1 and 200k to 1M ranks (docs/LIMITS.md), rounded up.
+inline constexpr double kBytesPerRank = 2560;
+// The default limit's ceiling: a config from anywhere (CI over other people's files) cannot take
+// more of the machine than this unless --max-memory says so.
+inline constexpr std::uint64_t kDefaultMaxMemoryCap = std::uint64_t{2} << 30;
+
+// Half of physical memory, lowered to the cgroup's memory.max and RLIMIT_AS when they are set,
+// and at most kDefaultMaxMemoryCap.
 std::uint64_t default_max_memory();
 
 struct ResourceLimits {
@@ -36,10 +44,13 @@ struct ResourceLimits {
 // An upper bound on the lowered program's op count, from the config alone.
 struct OpEstimate {
   double ops = 0;
+  double ranks = 0;
   std::string key;      // the key that makes it big, e.g. "schedule.microbatches"
   std::string formula;  // e.g. "schedule.ranks=4 x schedule.microbatches=8 x 8 ops"
 };
 OpEstimate estimate_ops(const Config& config);
+// The peak resident bytes the estimate predicts for `workload`.
+double estimated_bytes(const OpEstimate& estimate, Workload workload);
 
 // Ops per (stage, microbatch) the estimate assumes: 3 compute kinds, 4 comm ops and their WAITs
 // (the built-in lowerings give 5.5 to 7.7).
