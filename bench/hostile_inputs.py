@@ -246,7 +246,7 @@ def run_one(ppsim, case, sub, tmo, work):
     tf.close()
     cmd = ["/usr/bin/time", "-f", "%e %M", "-o", tf.name, "timeout", "-k", "5", str(tmo)] + args
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub == "run-json" else subprocess.DEVNULL,
+        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub in ("run-json", "check") else subprocess.DEVNULL,
                            stderr=subprocess.PIPE)
     except OSError as e:  # e.g. an argument over the kernel's limit: the input is broken
         os.unlink(tf.name)

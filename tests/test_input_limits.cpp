@@ -254,8 +254,13 @@ TEST_CASE("limits: values from --set are blamed on the flag, the others on the f
   // A value --set takes as text and a type that cannot use it: no exception but ConfigError.
   const auto junk = error_of([&] { config::load_config(file, {"schedule=\xff\xfe"}); });
   CHECK(junk.source() == "--set schedule=\\xff\\xfe");
-  CHECK_THAT(junk.what(), Contains("expected an object, got string"));
+  CHECK_THAT(junk.what(), Contains("the value '\\xff\\xfe' is not valid UTF-8"));
   CHECK(printable(junk.what()));
+  // A string that reports and traces could not print as JSON is refused where it enters.
+  const auto name = error_of([&] { config::load_config(file, {"name=ok\xff"}); });
+  CHECK(name.key() == "name");
+  CHECK_THAT(name.what(), Contains("not valid UTF-8"));
+  CHECK(config::load_config(file, {"name=caf\xc3\xa9"}).name == "caf\xc3\xa9");
 }
 
 TEST_CASE("limits: echoed tokens are cut with … and escaped", "[limits][config]") {

@@ -297,9 +297,15 @@ std::string apply_override(json& config, const std::string& assignment) {
   json value;
   if (auto f = parse_bounded(text, kMaxJsonDepth - static_cast<int>(parts.size()), value)) {
     // Not JSON (or a number out of range): take it as text. A limit on valid JSON is an error.
-    if (f->syntax)
+    if (f->syntax) {
       value = text;
-    else
+      try {  // every string must print as JSON again (reports, traces): valid UTF-8 only
+        (void)value.dump();
+      } catch (const json::type_error&) {
+        throw ConfigError(source, path,
+                          fmt::format("the value '{}' is not valid UTF-8", excerpt(text, 60)));
+      }
+    } else
       throw ConfigError(
           source, f->key.empty() ? path : path + "." + f->key,
           fmt::format("{} (in the value, column {})",
