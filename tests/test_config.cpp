@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "error_of.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/record/run_record.hpp"
 #include "ppsim/schedules/generator.hpp"
@@ -23,16 +24,7 @@ using nlohmann::json;
 
 const std::string kSource = "cfg.json";
 
-// The ConfigError `f` throws; fails the test when it throws none.
-config::ConfigError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const config::ConfigError& e) {
-    return e;
-  }
-  FAIL("expected a config::ConfigError, none was thrown");
-  throw std::logic_error("unreachable");
-}
+using test::error_of;
 
 // A temporary file removed at the end of the test.
 class TempFile {

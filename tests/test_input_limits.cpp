@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 
+#include "error_of.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/sweep.hpp"
@@ -30,15 +31,7 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
-config::ConfigError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const config::ConfigError& e) {
-    return e;
-  }
-  FAIL("expected a config::ConfigError, none was thrown");
-  throw std::logic_error("unreachable");
-}
+using test::error_of;
 
 schedules::ParseError parse_error_of(const std::string& text) {
   try {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "error_of.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/resources.hpp"
 #include "ppsim/sim/analysis.hpp"
@@ -22,17 +23,7 @@ config::Config parse(const std::string& kind, int P, int M, int V = 1,
   return config::parse_config(j, "cfg.json");
 }
 
-// The ConfigError `f` throws; fails the test when it throws none.
-template <typename F>
-config::ConfigError error_of(F&& f) {
-  try {
-    f();
-  } catch (const config::ConfigError& e) {
-    return e;
-  }
-  FAIL("expected a config::ConfigError, none was thrown");
-  throw std::logic_error("unreachable");
-}
+using test::error_of;
 
 double need(const config::Config& c, config::Workload w) {
   const config::OpEstimate e = config::estimate_ops(c);
