@@ -300,11 +300,13 @@ class Validator {
     std::vector<std::pair<std::int32_t, int>> left;  // (id, the op that posted it)
     for (const auto& [id, req] : outstanding) left.emplace_back(id, req.pos);
     std::sort(left.begin(), left.end());
-    for (const auto& [id, pos] : left)
+    for (const auto& entry : left) {
+      const std::int32_t id = entry.first;  // named: clang 14 cannot capture a structured binding
       report(
-          "never_waited", r, pos,
+          "never_waited", r, entry.second,
           [&] { return fmt::format("request #{} is never waited before the program ends", id); },
           false);
+    }
   }
 
   // Every (stage, microbatch) on a route must be computed once and its tensors sent and received
