@@ -23,7 +23,7 @@ class Memory {
     M_ = static_cast<std::size_t>(microbatches);
     buffer_bytes_ = buffer_bytes;
     dense_ = dense;
-    if (dense_) assign_huge(inflight_, static_cast<std::size_t>(ranks) * M_, std::uint16_t{0});
+    if (dense_) assign_huge(inflight_, static_cast<std::size_t>(ranks) * M_, std::uint32_t{0});
   }
   std::int64_t buffer_bytes() const { return buffer_bytes_; }
 
@@ -38,7 +38,7 @@ class Memory {
     const std::size_t cell = static_cast<std::size_t>(rank) * M_ + static_cast<std::size_t>(mb);
     auto& n = dense_ ? inflight_[cell] : sparse_inflight_[cell];
     const bool was = n > 0;
-    n = static_cast<std::uint16_t>(n + delta);
+    n = static_cast<std::uint32_t>(n + delta);
     const bool now = n > 0;
     if (!dense_ && !now) sparse_inflight_.erase(cell);  // n is gone
     if (was != now) {
@@ -76,8 +76,8 @@ class Memory {
   std::size_t M_ = 0;
   std::int64_t buffer_bytes_ = 0;
   bool dense_ = true;
-  std::vector<std::uint16_t> inflight_;  // (rank, mb) -> live stashes
-  std::unordered_map<std::size_t, std::uint16_t> sparse_inflight_;
+  std::vector<std::uint32_t> inflight_;  // (rank, mb) -> live stashes
+  std::unordered_map<std::size_t, std::uint32_t> sparse_inflight_;
 };
 
 }  // namespace ppsim::sim::engine
