@@ -42,30 +42,6 @@ StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
   return out;
 }
 
-// An I or W op needs its stage's split costs: refused here, naming the key that gave only a
-// full backward, rather than by the simulator halfway through a run.
-void check_split_costs(const Config& c, const schedules::Program& program, const Model& m) {
-  for (int r = 0; r < program.ranks(); ++r) {
-    for (const schedules::Op& op : program.ops(r)) {
-      auto check = [&](const schedules::Op& o) {
-        if (o.kind != schedules::OpKind::I && o.kind != schedules::OpKind::W) return;
-        if (m.costs.stages[static_cast<std::size_t>(o.stage)].split) return;
-        const bool own =
-            c.stage_costs.count(o.stage) != 0 && c.stage_costs.at(o.stage).backward.has_value();
-        throw ConfigError(
-            c.source, own ? fmt::format("costs.per_stage.{}.backward", o.stage) : "costs.backward",
-            fmt::format("rank {} runs {}, which needs backward_input and backward_weight costs for "
-                        "stage {}; only backward was given",
-                        r, program.op_text(r, o), o.stage));
-      };
-      if (schedules::info(op.kind).composite)
-        for (const schedules::Op& part : program.parts(r, op)) check(part);
-      else
-        check(op);
-    }
-  }
-}
-
 Prepared prepare_unblamed(const Config& c, const ResourceLimits& limits) {
   check_resources(c, limits);  // before the program takes any memory
   Prepared run;
@@ -88,7 +64,6 @@ Prepared prepare_unblamed(const Config& c, const ResourceLimits& limits) {
   }
   run.model.network = c.network;
   run.model.memory = c.memory;
-  check_split_costs(c, *program, run.model);
   check_numbers(c, *program, run.model);
   return run;
 }

@@ -207,6 +207,37 @@ std::string cost_key(const Config& c, int stage, const char* field) {
   return fmt::format("costs.{}", field);
 }
 
+// An I or W op needs its stage's split costs: refused here, naming the key that gave only a
+// full backward, rather than by the simulator halfway through a run.
+void check_split_cost(const Config& c, const schedules::Program& p, const Model& m, int r,
+                      const schedules::Op& o) {
+  if (o.kind != schedules::OpKind::I && o.kind != schedules::OpKind::W) return;
+  if (m.costs.stages[static_cast<std::size_t>(o.stage)].split) return;
+  const bool own =
+      c.stage_costs.count(o.stage) != 0 && c.stage_costs.at(o.stage).backward.has_value();
+  throw ConfigError(
+      c.source, own ? fmt::format("costs.per_stage.{}.backward", o.stage) : "costs.backward",
+      fmt::format("rank {} runs {}, which needs backward_input and backward_weight costs for "
+                  "stage {}; only backward was given",
+                  r, p.op_text(r, o), o.stage));
+}
+
+// The column of a compute kind in the per-stage counts below.
+int compute_column(schedules::OpKind k) {
+  switch (k) {
+    case schedules::OpKind::F:
+      return 0;
+    case schedules::OpKind::B:
+      return 1;
+    case schedules::OpKind::I:
+      return 2;
+    case schedules::OpKind::W:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
 }  // namespace
 
 void check_numbers(const Config& c, const schedules::Program& p, const Model& m) {
@@ -242,9 +273,11 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     double f_parts = 0, comm = 0;
     auto compute = [&](const schedules::Op& op) {
       if (op.kind == OpKind::F) ++f_parts;
-      const int k = static_cast<int>(op.kind) - static_cast<int>(OpKind::F);
-      if (op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && k >= 0 && k < 4)
+      const int k = compute_column(op.kind);
+      if (op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && k >= 0) {
+        check_split_cost(c, p, m, r, op);
         ++count[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(k)];
+      }
     };
     for (const schedules::Op& op : p.ops(r)) {
       if (schedules::is_composite(op.kind)) {

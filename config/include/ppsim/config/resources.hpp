@@ -66,7 +66,8 @@ inline constexpr double kMaxTime = 1e15;                // any time, in time uni
 inline constexpr std::int64_t kMaxBytes = 1LL << 53;    // one byte count
 inline constexpr std::int64_t kMaxByteSum = 1LL << 62;  // a sum of byte counts
 // Throws ConfigError naming the key when a run of `program` under `model` could reach a time
-// above kMaxTime or a byte sum above kMaxByteSum.
+// above kMaxTime or a byte sum above kMaxByteSum, or runs an I or W op on a stage whose costs
+// give only a full backward (one pass over the ops serves both).
 void check_numbers(const Config& config, const schedules::Program& program, const Model& model);
 
 // "512M", "8G", "1.5GiB", "1000000": bytes (K/M/G/T are powers of 1024). Throws
