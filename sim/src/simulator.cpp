@@ -6,13 +6,13 @@
 #include <limits>
 #include <unordered_map>
 
-#include "deadlock.hpp"
 #include "engine/event_queue.hpp"
 #include "engine/hazards.hpp"
 #include "engine/matching.hpp"
 #include "engine/memory.hpp"
 #include "engine/network.hpp"
 #include "engine/state.hpp"
+#include "ppsim/record/wait_graph.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
 // The orchestrator: issues each rank's ops in program order, wakes ranks, and calls the parts in
@@ -465,7 +465,7 @@ class Engine {
   }
 
   record::Deadlock analyze_deadlock() const {
-    std::vector<WaitEdge> edges;
+    std::vector<record::WaitEdge> edges;
     std::vector<bool> finished(static_cast<std::size_t>(R_));
     for (int r = 0; r < R_; ++r) {
       const RankState& rs = ranks_[static_cast<std::size_t>(r)];
@@ -485,7 +485,7 @@ class Engine {
             {r, static_cast<int>(rs.pc), text, sem_.peer_of(pending), p_.op_text(r, pending)});
       }
     }
-    return find_deadlock(R_, edges, finished);
+    return record::find_deadlock(R_, edges, finished);
   }
 
   const Program& p_;

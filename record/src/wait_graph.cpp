@@ -1,10 +1,10 @@
-#include "deadlock.hpp"
+#include "ppsim/record/wait_graph.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
-namespace ppsim::sim {
+namespace ppsim::record {
 
 namespace {
 record::BlockedOp blocked_op(const WaitEdge& e) {
@@ -206,4 +206,4 @@ record::Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
   return d;
 }
 
-}  // namespace ppsim::sim
+}  // namespace ppsim::record

@@ -1,0 +1,39 @@
+#pragma once
+// Measured against predicted: the run-level figures, per-rank peaks, and how far each op's measured
+// start is from the simulator's, plus calibration (the model's costs replaced by measured ones).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ppsim/config/model.hpp"
+#include "ppsim/record/run_record.hpp"
+
+namespace ppsim::real {
+
+struct RankComparison {
+  int rank = 0;
+  int predicted_inflight = 0, measured_inflight = 0;
+  std::int64_t predicted_memory = 0, measured_memory = 0;
+};
+
+struct Comparison {
+  std::string predicted_verdict, measured_verdict;
+  bool verdicts_agree = false;  // same verdict kind and, for a hang, the same blocked ranks and ops
+  double predicted_makespan = 0, measured_makespan = 0;
+  double makespan_error = 0;  // (measured - predicted) / predicted; 0 when predicted is 0
+  double predicted_bubble = 0, measured_bubble = 0;
+  std::vector<RankComparison> ranks;
+  bool peaks_agree = false;  // every rank's peak in-flight and peak memory equal
+  // |measured start - predicted start| over the ops both runs started, time units.
+  std::size_t ops_compared = 0;
+  double start_error_median = 0, start_error_p95 = 0, start_error_max = 0;
+};
+
+// Both records must come from the same Program; both need traces for the start-time errors.
+Comparison compare(const record::RunRecord& predicted, const record::RunRecord& measured);
+
+// The model with each stage's costs replaced by the median measured duration of that op kind on
+// that stage (kinds not measured keep the model's cost).
+config::Model calibrated(const config::Model& model, const record::RunRecord& measured);
+
+}  // namespace ppsim::real

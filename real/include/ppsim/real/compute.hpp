@@ -1,0 +1,55 @@
+#pragma once
+// What a compute op does on a rank: holds it busy for the op's duration, reading its inputs and
+// writing its outputs. `emulated` sleeps the modelled duration; a CPU or GPU compute does real work.
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ppsim/config/model.hpp"
+#include "ppsim/real/buffer.hpp"
+#include "ppsim/real/clock.hpp"
+#include "ppsim/schedules/program.hpp"
+
+namespace ppsim::real {
+
+struct ComputeContext {
+  const schedules::Program& program;
+  const config::Model& model;
+  double time_scale;  // seconds of wall clock per time unit; 0: as fast as possible
+  const RunClock& clock;
+};
+
+class Compute {
+ public:
+  virtual ~Compute() = default;
+  virtual void begin(const ComputeContext& context) = 0;
+  // Runs compute op `op` of `rank` (a plain F/B/I/W or a composite), which started at `start`
+  // (seconds on the run clock) and lasts `duration` time units in the model. `inputs` hold what it
+  // reads (already checked by the executor), `outputs` what it writes. Returns when it is done;
+  // may throw (the executor stops the run cleanly and reports the rank and op).
+  virtual void run(int rank, const schedules::Op& op, double start, double duration,
+                   std::span<Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
+};
+
+struct ComputeInfo {
+  std::string name;
+  std::string description;
+  std::function<std::unique_ptr<Compute>()> make;
+};
+
+// Computes by name: one file under real/src/computes/ each, registered by file name.
+class ComputeRegistry {
+ public:
+  static ComputeRegistry& instance();
+  void add(ComputeInfo info);
+  const ComputeInfo* find(std::string_view name) const;
+  const std::vector<ComputeInfo>& all() const { return all_; }
+
+ private:
+  std::vector<ComputeInfo> all_;
+};
+
+}  // namespace ppsim::real

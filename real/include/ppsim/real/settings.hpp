@@ -1,0 +1,26 @@
+#pragma once
+// The executor's settings: the config's `real` section (registered with config::SectionRegistry,
+// so neither the config library nor the simulator knows it), then the command line's overrides.
+#include <string>
+
+#include "ppsim/config/config.hpp"
+
+namespace ppsim::real {
+
+struct Settings {
+  std::string backend = "host";     // a TransportRegistry name
+  std::string compute = "emulated"; // a ComputeRegistry name
+  double time_scale = 1e-3;         // seconds of wall clock per time unit; 0: no delays
+  double memory_scale = 0;          // real bytes per modelled byte in (0, 1]; 0: chosen (see docs)
+  int iterations = 1;               // measured runs (the median one is reported)
+  int warmup = 0;                   // runs before them, not reported
+  double hang_timeout = 2.0;        // seconds with every unfinished rank blocked and nothing moving
+};
+
+// The `real` section of `config` (defaults where absent). Throws config::ConfigError naming the key.
+Settings settings_of(const config::Config& config);
+
+// "1ms", "250us", "0.5s", "0" -> seconds; throws std::invalid_argument saying what is expected.
+double parse_duration(const std::string& text);
+
+}  // namespace ppsim::real

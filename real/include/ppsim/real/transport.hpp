@@ -1,0 +1,74 @@
+#pragma once
+// How ranks exchange tensors: the point-to-point semantics of DESIGN.md (rendezvous, eager,
+// tag/fifo matching, one transfer at a time per directed link) over some medium. `host` moves
+// them between threads of this process; the GPU transports implement the same interface.
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ppsim/config/model.hpp"
+#include "ppsim/real/clock.hpp"
+#include "ppsim/real/request.hpp"
+#include "ppsim/schedules/program.hpp"
+#include "ppsim/schedules/semantics.hpp"
+
+namespace ppsim::real {
+
+struct TransportContext {
+  const schedules::Program& program;
+  const schedules::Semantics& semantics;
+  const config::NetworkOptions& network;
+  double time_scale;  // seconds of wall clock per time unit; 0: transfers take no modelled time
+  const RunClock& clock;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // A fresh run (the previous one, if any, has ended).
+  virtual void begin(const TransportContext& context) = 0;
+  // Posts a SEND_* or RECV_* op of `rank` (at `pos`) with the buffer it sends from or receives
+  // into. Never blocks. Throws HazardError for what the medium refuses.
+  virtual RequestPtr post(int rank, int pos, const schedules::Op& op,
+                          std::shared_ptr<Buffer> buffer) = 0;
+  // Blocks until every request is complete: true, or false when the run was aborted first.
+  virtual bool wait(int rank, std::span<const RequestPtr> requests) = 0;
+  // Nothing is moving: no transfer under way or waiting for its link. With every unfinished rank
+  // blocked in wait(), the run can make no more progress (the watchdog's proof of a hang).
+  virtual bool quiescent() const = 0;
+  // Wakes every rank blocked in wait() and makes later waits return false at once. Any thread.
+  virtual void abort() = 0;
+  // Every rank has returned; transfers still queued are dropped.
+  virtual void end() = 0;
+
+  // Blocking send and receive: post, then wait.
+  bool send_recv(int rank, int pos, const schedules::Op& op, std::shared_ptr<Buffer> buffer,
+                 RequestPtr& request) {
+    request = post(rank, pos, op, std::move(buffer));
+    return wait(rank, std::span<const RequestPtr>(&request, 1));
+  }
+};
+
+struct TransportInfo {
+  std::string name;
+  std::string description;
+  std::function<std::unique_ptr<Transport>()> make;
+};
+
+// Transports by name: one file under real/src/transports/ each, registered by file name.
+class TransportRegistry {
+ public:
+  static TransportRegistry& instance();
+  void add(TransportInfo info);
+  const TransportInfo* find(std::string_view name) const;
+  const std::vector<TransportInfo>& all() const { return all_; }
+
+ private:
+  std::vector<TransportInfo> all_;
+};
+
+}  // namespace ppsim::real
