@@ -12,6 +12,7 @@
 #include "engine/memory.hpp"
 #include "engine/network.hpp"
 #include "engine/state.hpp"
+#include "ppsim/config/op_duration.hpp"
 #include "ppsim/record/wait_graph.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
@@ -35,6 +36,7 @@ using schedules::Diagnostic;
 using schedules::Op;
 using schedules::OpKind;
 using schedules::Program;
+using schedules::Semantics;
 
 class Engine {
  public:
@@ -180,35 +182,17 @@ class Engine {
   }
 
   double duration(int r, const Op& op) const {
-    if (schedules::is_composite(op.kind)) {  // parts run together; costs.overlapped_fb comes later
-      double d = 0;
-      for (const Op& part : p_.parts(r, op)) d += duration(r, part);
-      return d;
-    }
-    if (schedules::info(op.kind).cls == schedules::OpClass::resource) return 0;
-    const StageCost& c = o_.costs.stages[static_cast<std::size_t>(op.stage)];
-    switch (op.kind) {
-      case OpKind::F:
-        return c.forward;
-      case OpKind::B:
-        return c.backward;
-      case OpKind::I:
-      case OpKind::W:
-        if (!c.split)
-          throw SimulationError(fmt::format(
-              "rank {}: {} needs backward_input and backward_weight costs for stage {}, "
-              "only backward was given",
-              r, schedules::op_text(op), op.stage));
-        return op.kind == OpKind::I ? c.backward_input : c.backward_weight;
-      default:
-        return 0;
-    }
+    if (const auto d = config::op_duration(o_.costs, p_, r, op)) return *d;
+    throw SimulationError(
+        fmt::format("rank {}: {} needs backward_input and backward_weight costs, only backward "
+                    "was given",
+                    r, p_.op_text(r, op)));
   }
 
   // Effects at the start and at the end of a compute op, for each part of a composite.
   void start_compute(int r, RankState& rs, const Op& op, double t) {
     sem_.for_each_part(r, op, [&](const Op& part) {
-      if (part.kind != OpKind::F) return;
+      if (Semantics::stash_effect(part.kind) != Semantics::Stash::take) return;
       mem_.stash(rs, r, part.microbatch, +1, t);
       mem_.add(rs, r, o_.memory.activation_bytes, t);
     });
@@ -219,26 +203,21 @@ class Engine {
   }
   void end_part(int r, RankState& rs, const Op& op, double t) {
     const std::int64_t act = o_.memory.activation_bytes, ws = o_.memory.weight_stash_bytes;
-    switch (op.kind) {
-      case OpKind::F:
-        release_recv(input_endpoint(op), r, rs, t);
+    release_recv(input_endpoint(op), r, rs, t);
+    if (const auto out = sem_.released_output(op)) {
+      const std::int32_t se = send_f_ep_[sem_.tensor_index(*out)];
+      if (se != kNoEndpoint && eps_[static_cast<std::size_t>(se)].rank == r)
+        mem_.release_buffer(rs, eps_[static_cast<std::size_t>(se)], t);
+    }
+    switch (Semantics::stash_effect(op.kind)) {
+      case Semantics::Stash::release:
+        mem_.add(rs, r, -act, t);
+        mem_.stash(rs, r, op.microbatch, -1, t);
         break;
-      case OpKind::B:
-      case OpKind::I:
-        release_recv(input_endpoint(op), r, rs, t);
-        if (const auto out = sem_.released_output(op)) {
-          const std::int32_t se = send_f_ep_[sem_.tensor_index(*out)];
-          if (se != kNoEndpoint && eps_[static_cast<std::size_t>(se)].rank == r)
-            mem_.release_buffer(rs, eps_[static_cast<std::size_t>(se)], t);
-        }
-        if (op.kind == OpKind::B) {
-          mem_.add(rs, r, -act, t);
-          mem_.stash(rs, r, op.microbatch, -1, t);
-        } else {
-          mem_.add(rs, r, -(act - ws), t);
-        }
+      case Semantics::Stash::keep_weights:
+        mem_.add(rs, r, -(act - ws), t);
         break;
-      case OpKind::W:
+      case Semantics::Stash::release_weights:
         mem_.add(rs, r, -ws, t);
         mem_.stash(rs, r, op.microbatch, -1, t);
         break;

@@ -1,6 +1,7 @@
 #pragma once
 // What a compute op does on a rank: holds it busy for the op's duration, reading its inputs and
 // writing its outputs. `emulated` sleeps the modelled duration; a CPU or GPU compute does real work.
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -20,6 +21,7 @@ struct ComputeContext {
   const config::Model& model;
   double time_scale;  // seconds of wall clock per time unit; 0: as fast as possible
   const RunClock& clock;
+  const std::atomic<bool>& cancel;  // set when the run stops early: return soon
 };
 
 class Compute {

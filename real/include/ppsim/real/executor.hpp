@@ -10,7 +10,6 @@
 
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/settings.hpp"
-#include "ppsim/record/observer.hpp"
 #include "ppsim/record/run_record.hpp"
 
 namespace ppsim::real {
@@ -34,7 +33,6 @@ struct Execution {
 struct ExecOptions {
   Settings settings;
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler to interrupt
-  record::Observer* observer = nullptr;     // also sees the reported iteration's events
 };
 
 // `prepared` as from config::prepare. Throws config::ConfigError for settings the backend cannot

@@ -17,10 +17,22 @@ struct Settings {
   double hang_timeout = 2.0;        // seconds with every unfinished rank blocked and nothing moving
 };
 
+// Bounds of the settings (each one an error naming the key or option beyond it).
+inline constexpr double kMaxTimeScale = 10.0;       // seconds of wall clock per time unit
+inline constexpr int kMaxIterations = 1000;
+inline constexpr int kMaxWarmup = 100;
+inline constexpr double kMaxHangTimeout = 86400.0;  // seconds
+
+// Registers the `real` section with config::SectionRegistry (idempotent). Call before loading a
+// config that may hold one: until then load_config rejects the key `real` as unknown.
+void register_settings_section();
+
 // The `real` section of `config` (defaults where absent). Throws config::ConfigError naming the key.
 Settings settings_of(const config::Config& config);
 
 // "1ms", "250us", "0.5s", "0" -> seconds; throws std::invalid_argument saying what is expected.
 double parse_duration(const std::string& text);
+// parse_duration() at most kMaxTimeScale.
+double parse_time_scale(const std::string& text);
 
 }  // namespace ppsim::real

@@ -160,6 +160,25 @@ class Semantics {
     return output_send(Op::compute(OpKind::F, op.stage, op.microbatch));
   }
 
+  // What a plain compute op does to the activation stash of its (stage, microbatch): F takes it
+  // when it starts; B releases it when it ends; I releases all but the part W needs, which W
+  // then releases. A microbatch is in flight on a rank while it holds a stash there.
+  enum class Stash : std::uint8_t { none, take, release, keep_weights, release_weights };
+  static constexpr Stash stash_effect(OpKind kind) {
+    switch (kind) {
+      case OpKind::F:
+        return Stash::take;
+      case OpKind::B:
+        return Stash::release;
+      case OpKind::I:
+        return Stash::keep_weights;
+      case OpKind::W:
+        return Stash::release_weights;
+      default:
+        return Stash::none;
+    }
+  }
+
   // Calls f(part) for each plain compute op a compute op stands for: itself, or a composite's
   // parts.
   template <typename Fn>
