@@ -1,0 +1,178 @@
+#include "ppsim/real/comparison.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "ppsim/schedules/op.hpp"
+
+namespace ppsim::real {
+
+namespace {
+
+bool same(const record::BlockedOp& a, const record::BlockedOp& b) {
+  return a.rank == b.rank && a.position == b.position && a.op == b.op && a.peer == b.peer &&
+         a.waiting_for == b.waiting_for;
+}
+
+bool same(const std::vector<record::BlockedOp>& a, const std::vector<record::BlockedOp>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](const auto& x, const auto& y) { return same(x, y); });
+}
+
+bool same(const record::Deadlock& a, const record::Deadlock& b) {
+  if (a.cycles.size() != b.cycles.size() || a.cycle_count() != b.cycle_count()) return false;
+  for (std::size_t i = 0; i < a.cycles.size(); ++i)
+    if (!same(a.cycles[i], b.cycles[i])) return false;
+  return same(a.unmatched, b.unmatched) && same(a.blocked, b.blocked);
+}
+
+// The middle value (the mean of the two middle ones for an even count); 0 for none.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t n = v.size(), mid = n / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (n % 2 == 1) return upper;
+  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + upper) / 2;
+}
+
+// Start of each (rank, pos) that has a span: the first span of the op (its post, block or
+// compute). NaN where the op has none.
+std::vector<std::vector<double>> starts_of(const record::Trace& trace, int ranks) {
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(std::max(ranks, 0)));
+  for (const auto& s : trace.spans) {
+    if (s.rank < 0 || s.rank >= ranks || s.pos < 0) continue;
+    auto& row = out[static_cast<std::size_t>(s.rank)];
+    if (static_cast<std::size_t>(s.pos) >= row.size())
+      row.resize(static_cast<std::size_t>(s.pos) + 1, std::numeric_limits<double>::quiet_NaN());
+    double& slot = row[static_cast<std::size_t>(s.pos)];
+    if (std::isnan(slot)) slot = s.start;
+  }
+  return out;
+}
+
+int kind_column(schedules::OpKind k) {
+  switch (k) {
+    case schedules::OpKind::F:
+      return 0;
+    case schedules::OpKind::B:
+      return 1;
+    case schedules::OpKind::I:
+      return 2;
+    case schedules::OpKind::W:
+      return 3;
+    default:
+      return -1;  // composites and non-compute ops are not calibrated
+  }
+}
+
+}  // namespace
+
+Comparison compare(const record::RunRecord& predicted, const record::RunRecord& measured) {
+  Comparison c;
+  const record::Verdict pv = predicted.verdict(), mv = measured.verdict();
+  c.predicted_verdict = pv.text();
+  c.measured_verdict = mv.text();
+  c.verdicts_agree = pv.kind == mv.kind;
+  if (c.verdicts_agree &&
+      (pv.kind == record::VerdictKind::deadlock || pv.kind == record::VerdictKind::hang))
+    c.verdicts_agree =
+        predicted.deadlock && measured.deadlock && same(*predicted.deadlock, *measured.deadlock);
+
+  if (predicted.metrics) {
+    c.predicted_makespan = predicted.metrics->makespan;
+    c.predicted_bubble = predicted.metrics->bubble_fraction;
+  }
+  if (measured.metrics) {
+    c.measured_makespan = measured.metrics->makespan;
+    c.measured_bubble = measured.metrics->bubble_fraction;
+  }
+  if (c.predicted_makespan != 0)
+    c.makespan_error = (c.measured_makespan - c.predicted_makespan) / c.predicted_makespan;
+
+  // Peaks: both runs must have metrics for every rank, or neither does (nothing ran).
+  c.peaks_agree = predicted.metrics.has_value() == measured.metrics.has_value();
+  if (predicted.metrics && measured.metrics) {
+    const auto& pr = predicted.metrics->per_rank;
+    const auto& mr = measured.metrics->per_rank;
+    c.peaks_agree = pr.size() == mr.size();
+    for (std::size_t r = 0; r < std::max(pr.size(), mr.size()); ++r) {
+      RankComparison rc;
+      rc.rank = static_cast<int>(r);
+      if (r < pr.size()) {
+        rc.predicted_inflight = pr[r].peak_inflight;
+        rc.predicted_memory = pr[r].peak_memory_bytes;
+      }
+      if (r < mr.size()) {
+        rc.measured_inflight = mr[r].peak_inflight;
+        rc.measured_memory = mr[r].peak_memory_bytes;
+      }
+      if (rc.predicted_inflight != rc.measured_inflight ||
+          rc.predicted_memory != rc.measured_memory)
+        c.peaks_agree = false;
+      c.ranks.push_back(rc);
+    }
+  }
+
+  if (predicted.trace && measured.trace) {
+    const int ranks = predicted.program ? predicted.program->ranks()
+                                        : static_cast<int>(predicted.trace->ranks.size());
+    const auto ps = starts_of(*predicted.trace, ranks);
+    const auto ms = starts_of(*measured.trace, ranks);
+    std::vector<double> errors;
+    for (std::size_t r = 0; r < ps.size(); ++r)
+      for (std::size_t i = 0; i < std::min(ps[r].size(), ms[r].size()); ++i)
+        if (!std::isnan(ps[r][i]) && !std::isnan(ms[r][i]))
+          errors.push_back(std::abs(ms[r][i] - ps[r][i]));
+    c.ops_compared = errors.size();
+    if (!errors.empty()) {
+      std::sort(errors.begin(), errors.end());
+      c.start_error_median = median(errors);
+      // Nearest rank: the smallest value with at least 95% of the errors at or below it.
+      const auto rank95 =
+          static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(errors.size())));
+      c.start_error_p95 = errors[std::max<std::size_t>(rank95, 1) - 1];
+      c.start_error_max = errors.back();
+    }
+  }
+  return c;
+}
+
+config::Model calibrated(const config::Model& model, const record::RunRecord& measured) {
+  config::Model out = model;
+  if (!measured.trace || !measured.program) return out;
+  const auto& program = *measured.program;
+  const std::size_t stages = out.costs.stages.size();
+  // durations[stage][column]: F, B, I, W.
+  std::vector<std::array<std::vector<double>, 4>> durations(stages);
+  for (const auto& s : measured.trace->spans) {
+    if (s.kind != record::SpanKind::compute || s.rank < 0 || s.rank >= program.ranks()) continue;
+    const auto& ops = program.ops(s.rank);
+    if (s.pos < 0 || static_cast<std::size_t>(s.pos) >= ops.size()) continue;
+    const schedules::Op& op = ops[static_cast<std::size_t>(s.pos)];
+    const int col = kind_column(op.kind);
+    if (col < 0 || op.stage < 0 || static_cast<std::size_t>(op.stage) >= stages) continue;
+    durations[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(col)].push_back(s.end -
+                                                                                           s.start);
+  }
+  for (std::size_t st = 0; st < stages; ++st) {
+    auto& cost = out.costs.stages[st];
+    const auto& d = durations[st];
+    if (!d[0].empty()) cost.forward = median(d[0]);
+    if (!d[2].empty()) cost.backward_input = median(d[2]);
+    if (!d[3].empty()) cost.backward_weight = median(d[3]);
+    if (!d[1].empty())
+      cost.backward = median(d[1]);  // B measured: the split stays as the model had it
+    else if (!d[2].empty() && !d[3].empty())
+      cost.backward = cost.backward_input + cost.backward_weight;
+  }
+  return out;
+}
+
+}  // namespace ppsim::real
