@@ -97,6 +97,10 @@ bool known_schedule(const std::string& name) {
 
 }  // namespace
 
+int guarded_command(const std::string& source, const std::function<int()>& body) {
+  return guarded(source, body);
+}
+
 std::vector<std::string> split_list(const std::string& option,
                                     const std::vector<std::string>& raw) {
   std::vector<std::string> out;

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "messages.hpp"
 #include "output_file.hpp"
+#include "ppsim/real/settings.hpp"
 
 namespace {
 
@@ -73,6 +74,40 @@ int run_cli(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "list schedules and their parameters");
 
+  // Values are checked by cmd_real so that each error names its option (docs/EXECUTOR.md).
+  RealOptions real_options;
+  auto* real_sub = app.add_subcommand(
+      "real", "run the op lists on the executor, then print measured vs predicted");
+  real_sub->add_option("config", config, "JSON config file")->required();
+  real_sub->add_option("--backend", real_options.backend, "transport (default host)")
+      ->type_name("NAME");
+  real_sub->add_option("--compute", real_options.compute, "compute (default emulated)")
+      ->type_name("NAME");
+  real_sub
+      ->add_option("--time-scale", real_options.time_scale,
+                   "wall clock per time unit, e.g. 1ms, 250us, 0 (default 1ms)")
+      ->type_name("DURATION");
+  real_sub
+      ->add_option("--memory-scale", real_options.memory_scale,
+                   "real bytes per modelled byte, in (0, 1] (default: chosen)")
+      ->type_name("X");
+  real_sub
+      ->add_option("--iterations", real_options.iterations,
+                   "measured runs; the median one is reported (default 1)")
+      ->type_name("N");
+  real_sub->add_option("--warmup", real_options.warmup, "runs before them (default 0)")
+      ->type_name("K");
+  real_sub
+      ->add_option("--hang-timeout", real_options.hang_timeout,
+                   "seconds without progress before the watchdog stops the run (default 2)")
+      ->type_name("SECONDS");
+  auto* real_trace = real_sub->add_option("--trace", real_options.trace_file,
+                                          "write a Chrome trace of the measured run");
+  real_sub->add_flag("--json", real_options.json, "print one JSON object");
+  real_sub->add_flag("--calibrate", real_options.calibrate,
+                     "replay with per-op durations measured in the run before comparing");
+  add_set(real_sub);
+
   auto* exp = app.add_subcommand("export", "print the lowered op lists, one line per rank");
   exp->add_option("config", config, "JSON config file")->required();
   add_set(exp);
@@ -87,7 +122,14 @@ int run_cli(int argc, char** argv) {
     std::cerr << "ppsim: error: --trace: the file name is empty\n";
     return kBadInput;
   }
+  if (*real_sub && real_trace->count() > 0 && real_options.trace_file.empty()) {
+    std::cerr << "ppsim: error: --trace: the file name is empty\n";
+    return kBadInput;
+  }
+  // Configs may carry the executor's `real` section whatever the subcommand.
+  ppsim::real::register_settings_section();
   if (*run) return cmd_run(config, json, trace_file, common);
+  if (*real_sub) return cmd_real(config, real_options, common);
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);
   if (*check) return cmd_check(configs, json, common);
   if (*list) return cmd_list();

@@ -1,0 +1,370 @@
+// `ppsim real`: run a config's Program on the executor, then print measured against predicted.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/real/comparison.hpp"
+#include "ppsim/real/compute.hpp"
+#include "ppsim/real/executor.hpp"
+#include "ppsim/real/settings.hpp"
+#include "ppsim/real/transport.hpp"
+#include "ppsim/sim/analysis.hpp"
+#include "ppsim/viz/chrome_trace.hpp"
+#include "ppsim/viz/json_report.hpp"
+
+namespace ppsim::cli {
+
+using schedules::excerpt;
+
+namespace {
+
+// Set by SIGINT/SIGTERM while the executor runs; the executor polls it and stops every rank.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "touched from a signal handler");
+struct sigaction g_old_int {
+}, g_old_term{};
+
+extern "C" void request_stop(int sig) {
+  g_stop.store(true);
+  // A second signal gets the handler that was there before (the default, or OutputFile's, which
+  // removes the temporary trace and dies): a stuck shutdown can still be killed by Ctrl-C.
+  ::sigaction(sig, sig == SIGINT ? &g_old_int : &g_old_term, nullptr);
+}
+
+// Installs request_stop for SIGINT and SIGTERM for its lifetime.
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    g_stop.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = request_stop;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &g_old_int);
+    ::sigaction(SIGTERM, &sa, &g_old_term);
+  }
+  ~StopOnSignal() {
+    ::sigaction(SIGINT, &g_old_int, nullptr);
+    ::sigaction(SIGTERM, &g_old_term, nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+};
+
+double parse_number(const std::string& option, const std::string& text, const char* expected) {
+  double x = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, x);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(x))
+    throw UsageError(
+        fmt::format("{}: '{}' is not a number; expected {}", option, excerpt(text, 80), expected));
+  return x;
+}
+
+int parse_int(const std::string& option, const std::string& text, int min, int max) {
+  long long v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || v < min || v > max)
+    throw UsageError(fmt::format("{}: '{}' is not valid; expected an integer in {}..{}", option,
+                                 excerpt(text, 80), min, max));
+  return static_cast<int>(v);
+}
+
+template <typename Registry>
+std::string names_of(const Registry& registry) {
+  std::string out;
+  for (const auto& e : registry.all()) out += (out.empty() ? "" : ", ") + e.name;
+  return out;
+}
+
+// The command line's values over the config's `real` section.
+void apply_options(real::Settings& s, const RealOptions& o) {
+  if (o.backend) {
+    if (!real::TransportRegistry::instance().find(*o.backend))
+      throw UsageError(fmt::format("--backend: unknown backend '{}'; expected one of {}",
+                                   excerpt(*o.backend, 80),
+                                   names_of(real::TransportRegistry::instance())));
+    s.backend = *o.backend;
+  }
+  if (o.compute) {
+    if (!real::ComputeRegistry::instance().find(*o.compute))
+      throw UsageError(fmt::format("--compute: unknown compute '{}'; expected one of {}",
+                                   excerpt(*o.compute, 80),
+                                   names_of(real::ComputeRegistry::instance())));
+    s.compute = *o.compute;
+  }
+  if (o.time_scale) {
+    try {
+      s.time_scale = real::parse_time_scale(*o.time_scale);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("--time-scale: {}", e.what()));
+    }
+  }
+  if (o.memory_scale) {
+    const double x = parse_number("--memory-scale", *o.memory_scale, "a number in (0, 1]");
+    if (!(x > 0 && x <= 1))
+      throw UsageError(
+          fmt::format("--memory-scale: '{}' is out of range; expected a number in "
+                      "(0, 1]",
+                      excerpt(*o.memory_scale, 80)));
+    s.memory_scale = x;
+  }
+  if (o.iterations)
+    s.iterations = parse_int("--iterations", *o.iterations, 1, real::kMaxIterations);
+  if (o.warmup) s.warmup = parse_int("--warmup", *o.warmup, 0, real::kMaxWarmup);
+  if (o.hang_timeout) {
+    // Seconds as a plain number, or a duration with its unit ("200ms").
+    double t = 0;
+    const std::string& v = *o.hang_timeout;
+    const char* end = v.data() + v.size();
+    const auto [ptr, ec] = std::from_chars(v.data(), end, t);
+    const bool plain = !v.empty() && ec == std::errc() && ptr == end && std::isfinite(t);
+    if (!plain) {
+      try {
+        t = real::parse_duration(v);
+      } catch (const std::invalid_argument&) {
+        throw UsageError(fmt::format(
+            "--hang-timeout: '{}' is not valid; expected seconds in (0, {}], e.g. 2 or 500ms",
+            excerpt(v, 80), real::kMaxHangTimeout));
+      }
+    }
+    if (!(t > 0 && t <= real::kMaxHangTimeout))
+      throw UsageError(
+          fmt::format("--hang-timeout: '{}' is out of range; expected seconds in "
+                      "(0, {}]",
+                      excerpt(v, 80), real::kMaxHangTimeout));
+    s.hang_timeout = t;
+  }
+}
+
+std::string human_bytes(std::int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
+// "1 ms", "250 us", "0 (no delays)": wall clock per time unit.
+std::string describe_scale(double seconds) {
+  if (seconds == 0) return "0 (no delays)";
+  if (seconds >= 1) return fmt::format("{:g} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:g} ms", seconds * 1e3);
+  if (seconds >= 1e-6) return fmt::format("{:g} us", seconds * 1e6);
+  return fmt::format("{:g} ns", seconds * 1e9);
+}
+
+nlohmann::json to_json(const real::Settings& s, double memory_scale, bool calibrate) {
+  return {{"backend", s.backend},
+          {"compute", s.compute},
+          {"time_scale_s", s.time_scale},
+          {"memory_scale", memory_scale},
+          {"iterations", s.iterations},
+          {"warmup", s.warmup},
+          {"hang_timeout_s", s.hang_timeout},
+          {"calibrate", calibrate}};
+}
+
+nlohmann::json to_json(const real::Comparison& c, const std::string& unit) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : c.ranks)
+    ranks.push_back({{"rank", r.rank},
+                     {"predicted_peak_inflight", r.predicted_inflight},
+                     {"measured_peak_inflight", r.measured_inflight},
+                     {"predicted_peak_memory_bytes", r.predicted_memory},
+                     {"measured_peak_memory_bytes", r.measured_memory}});
+  return {
+      {"time_unit", unit},
+      {"predicted_verdict", c.predicted_verdict},
+      {"measured_verdict", c.measured_verdict},
+      {"verdicts_agree", c.verdicts_agree},
+      {"predicted_makespan", c.predicted_makespan},
+      {"measured_makespan", c.measured_makespan},
+      {"makespan_error", c.makespan_error},
+      {"predicted_bubble_fraction", c.predicted_bubble},
+      {"measured_bubble_fraction", c.measured_bubble},
+      {"peaks_agree", c.peaks_agree},
+      {"ranks", ranks},
+      {"ops_compared", c.ops_compared},
+      {"start_error",
+       {{"median", c.start_error_median}, {"p95", c.start_error_p95}, {"max", c.start_error_max}}}};
+}
+
+std::string text_report(const std::string& path, const config::Prepared& prepared,
+                        const real::Settings& s, const real::Execution& run,
+                        const record::RunRecord& predicted, const real::Comparison& c,
+                        bool calibrate, const std::optional<double>& uncalibrated_makespan) {
+  const std::string& u = predicted.info.time_unit;
+  const auto& program = *prepared.program;
+  std::string out = fmt::format(
+      "ppsim real: {} ({}: {} P={} M={}) backend {}, compute {}, time scale {} per {}, "
+      "{} iteration{} + {} warmup, memory scale {:g}\n",
+      path, prepared.config.name, predicted.info.schedule, program.ranks(), program.microbatches(),
+      s.backend, s.compute, describe_scale(s.time_scale), u, s.iterations,
+      s.iterations == 1 ? "" : "s", s.warmup, run.memory_scale);
+  out += fmt::format("  outcome          {}\n", real::to_string(run.outcome));
+  out += fmt::format("\n  {:<18} {:>16} {:>16} {:>10}\n", "",
+                     calibrate ? "calibrated" : "predicted", "measured", "error");
+  out +=
+      fmt::format("  {:<18} {:>16} {:>16}\n", "verdict", c.predicted_verdict, c.measured_verdict);
+  out += fmt::format("  {:<18} {:>16} {:>16} {:>+9.2f}%\n", fmt::format("makespan ({})", u),
+                     fmt::format("{:.4f}", c.predicted_makespan),
+                     fmt::format("{:.4f}", c.measured_makespan), 100 * c.makespan_error);
+  if (uncalibrated_makespan)
+    out += fmt::format("  {:<18} {:>16}\n", "  (uncalibrated)",
+                       fmt::format("{:.4f}", *uncalibrated_makespan));
+  out += fmt::format("  {:<18} {:>16.4f} {:>16.4f}\n", "bubble_fraction", c.predicted_bubble,
+                     c.measured_bubble);
+  if (!c.ranks.empty()) {
+    out += fmt::format("\n  {:>4} {:>10} {:>10} {:>14} {:>14}\n", "rank", "inflight", "inflight",
+                       "peak_mem", "peak_mem");
+    out += fmt::format("  {:>4} {:>10} {:>10} {:>14} {:>14}\n", "", "predicted", "measured",
+                       "predicted", "measured");
+    for (const auto& r : c.ranks)
+      out += fmt::format(
+          "  {:>4} {:>10} {:>10} {:>14} {:>14}{}\n", r.rank, r.predicted_inflight,
+          r.measured_inflight, human_bytes(r.predicted_memory), human_bytes(r.measured_memory),
+          r.predicted_inflight == r.measured_inflight && r.predicted_memory == r.measured_memory
+              ? ""
+              : "  <- differs");
+    out += fmt::format("  peaks equal      {}\n", c.peaks_agree ? "yes" : "NO");
+  }
+  out += fmt::format(
+      "\n  op start error   median {:.4f} {}, p95 {:.4f} {}, max {:.4f} {} ({} ops)\n",
+      c.start_error_median, u, c.start_error_p95, u, c.start_error_max, u, c.ops_compared);
+  if (!run.makespans.empty()) {
+    std::string list;
+    for (double m : run.makespans) list += fmt::format("{}{:.4f}", list.empty() ? "" : " ", m);
+    out += fmt::format("  iterations       {} ({}; the median one is reported)\n", list, u);
+  }
+  if (run.real_peak_bytes > 0)
+    out += fmt::format("  real memory      {} at most on one rank\n",
+                       human_bytes(run.real_peak_bytes));
+  if (run.outcome == real::Outcome::hang && run.record.deadlock) {
+    out += fmt::format("\nobserved hang (watchdog after {:g} s without progress):\n{}\n",
+                       s.hang_timeout, run.record.deadlock->describe());
+    out += c.verdicts_agree ? "the simulator predicted the same\n"
+                            : "the simulator predicted otherwise:\n" +
+                                  (predicted.deadlock ? predicted.deadlock->describe() + "\n"
+                                                      : "  " + c.predicted_verdict + "\n");
+  }
+  if (!run.record.diagnostics.empty()) {
+    out += "\n";
+    for (const auto& d : run.record.diagnostics)
+      out += fmt::format("  {}: {}\n", d.kind, d.message);
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions& common) {
+  return guarded_command(path, [&] {
+    real::register_settings_section();
+    config::Config cfg = config::load_config(path, common.overrides);
+    real::Settings settings = real::settings_of(cfg);
+    apply_options(settings, o);
+    const config::Prepared prepared =
+        config::prepare(cfg, {common.max_memory, config::Workload::trace});
+    // Opened before the run: a bad path fails at once, and the temporary goes whatever happens.
+    std::optional<OutputFile> trace;
+    if (!o.trace_file.empty()) trace.emplace(o.trace_file);
+
+    record::RunRecord predicted = sim::analyze(prepared, {.trace = true});
+    real::Execution run;
+    {
+      StopOnSignal on_signal;
+      run = real::execute(prepared, {settings, &g_stop});
+    }
+    const bool interrupted = run.outcome == real::Outcome::interrupted || g_stop.load();
+
+    std::optional<double> uncalibrated;
+    if (o.calibrate && run.record.trace && run.outcome == real::Outcome::finished) {
+      config::Prepared again = prepared;
+      again.model = real::calibrated(prepared.model, run.record);
+      if (predicted.metrics) uncalibrated = predicted.metrics->makespan;
+      predicted = sim::analyze(again, {.trace = true});
+    }
+    const real::Comparison c = real::compare(predicted, run.record);
+
+    // The measured run's trace, also a partial one (hang, interrupt, failure): what happened
+    // up to the stop is what one wants to look at.
+    if (trace) {
+      if (run.record.trace) {
+        viz::write_chrome_trace(
+            trace->stream(), *run.record.trace, *run.record.program,
+            {config::microseconds_per_unit(cfg.time_unit), cfg.name + " (measured)"});
+        trace->commit();
+      } else {
+        trace->abandon();
+      }
+    }
+
+    // Disagreement: a different verdict, or (for a run that finished) different peaks.
+    std::string disagreement;
+    if (run.outcome != real::Outcome::interrupted && run.outcome != real::Outcome::failed) {
+      if (!c.verdicts_agree)
+        disagreement = fmt::format("the simulator predicted {}, the executor observed {}",
+                                   c.predicted_verdict, c.measured_verdict);
+      else if (run.outcome == real::Outcome::finished && !c.peaks_agree)
+        disagreement = "per-rank peak in-flight or peak memory differ (see the table)";
+    }
+    int code = kOk;
+    if (interrupted)
+      code = kInterrupted;
+    else if (run.outcome == real::Outcome::failed)
+      code = kRankFailed;
+    else if (!disagreement.empty() || !run.record.ok())
+      code = kWrong;
+
+    if (o.json) {
+      nlohmann::json j;
+      j["config"] = path;
+      j["name"] = cfg.name;
+      j["settings"] = to_json(settings, run.memory_scale, o.calibrate);
+      j["outcome"] = real::to_string(run.outcome);
+      j["failure"] = run.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.failure);
+      j["predicted"] = viz::to_json(predicted);
+      if (uncalibrated) j["predicted_uncalibrated_makespan"] = *uncalibrated;
+      j["measured"] = viz::to_json(run.record);
+      j["comparison"] = to_json(c, predicted.info.time_unit);
+      j["iteration_makespans"] = run.makespans;
+      j["real_peak_bytes"] = run.real_peak_bytes;
+      j["disagreement"] =
+          disagreement.empty() ? nlohmann::json(nullptr) : nlohmann::json(disagreement);
+      j["exit_code"] = code;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << text_report(path, prepared, settings, run, predicted, c, o.calibrate,
+                               uncalibrated);
+      if (!disagreement.empty()) std::cout << "\nDISAGREEMENT: " << disagreement << "\n";
+    }
+    std::cout.flush();
+    // stdout holds only the JSON object: the loud line goes to stderr there.
+    if (!disagreement.empty() && o.json) std::cerr << "DISAGREEMENT: " << disagreement << "\n";
+    if (run.outcome == real::Outcome::failed)
+      std::cerr << "ppsim: error: " << path << ": a rank failed: " << run.failure << "\n";
+    if (interrupted)
+      std::cerr << "ppsim: " << path << ": interrupted; every rank stopped"
+                << (trace && run.record.trace ? ", partial trace written" : "") << "\n";
+    return code;
+  });
+}
+
+}  // namespace ppsim::cli
