@@ -70,8 +70,8 @@ Payload Buffer::read(int rank, int pos, const std::string& op) const {
   return p;
 }
 
-void Buffer::copy_from(const Buffer& from) {
-  std::memcpy(storage_.get(), from.storage_.get(), std::min(real_size_, from.real_size_));
+void Buffer::copy_from(std::span<const std::byte> bytes) {
+  std::memcpy(storage_.get(), bytes.data(), std::min(real_size_, bytes.size()));
 }
 
 void Buffer::release_storage(const std::string& by) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -82,9 +83,10 @@ class Buffer {
   // HazardError "released_storage_access" naming `op` (at rank, pos) and the op that released it.
   void write(const Payload& p, int rank, int pos, const std::string& op);
   Payload read(int rank, int pos, const std::string& op) const;
-  // The transfer itself: this buffer's storage takes the bytes of `from`'s. Both must have
-  // storage (the executor checks before it posts).
-  void copy_from(const Buffer& from);
+  // The transfer itself: this buffer's storage takes the bytes (as many as fit). Call only while
+  // both have storage.
+  void copy_from(std::span<const std::byte> bytes);
+  std::span<const std::byte> data() const { return {storage_.get(), storage_ ? real_size_ : 0}; }
 
   // Frees the storage and keeps the metadata; `by` names the op (or event) for later reports.
   void release_storage(const std::string& by);

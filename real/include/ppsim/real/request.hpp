@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "ppsim/real/buffer.hpp"
 #include "ppsim/schedules/op.hpp"
@@ -20,6 +21,7 @@ struct Request {
   // `complete` (acquire).
   int peer_rank = -1, peer_pos = -1;  // the op it was matched with
   double transfer_start = 0, transfer_end = 0;  // seconds since the run's start
+  std::string error;  // what went wrong with the transfer (e.g. the send's storage was released)
   std::atomic<bool> complete{false};
 
   bool waited = false;  // the rank's own bookkeeping

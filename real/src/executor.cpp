@@ -1,0 +1,209 @@
+#include "ppsim/real/executor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <latch>
+#include <thread>
+
+#include "ppsim/config/error.hpp"
+#include "ppsim/config/op_duration.hpp"
+#include "ppsim/real/compute.hpp"
+#include "ppsim/real/transport.hpp"
+#include "ppsim/record/metrics.hpp"
+#include "ppsim/record/wait_graph.hpp"
+#include "ppsim/schedules/validation.hpp"
+#include "rank_runner.hpp"
+#include "watchdog.hpp"
+
+namespace ppsim::real {
+
+namespace {
+
+using detail::RankRunner;
+using detail::RunShared;
+
+// The host backend runs a thread per rank.
+constexpr int kMaxRanks = 1024;
+// Real bytes allocated over a whole run, at most (the memory scale is chosen to fit).
+constexpr double kRealBudget = 256.0 * 1024 * 1024;
+
+// Every byte the run could allocate, in the model: each F's stash, each comm op's buffer, the
+// static bytes. The default memory scale keeps that within kRealBudget of real memory.
+double auto_memory_scale(const schedules::Program& p, const config::Model& m) {
+  double bytes = 0;
+  for (int r = 0; r < p.ranks(); ++r)
+    for (const auto& op : p.ops(r)) {
+      if (schedules::is_comm(op.kind)) bytes += static_cast<double>(m.network.boundary_bytes);
+      if (op.kind == schedules::OpKind::F || schedules::is_composite(op.kind))
+        bytes += static_cast<double>(m.memory.activation_bytes);
+    }
+  bytes += static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.stages());
+  return bytes > kRealBudget ? kRealBudget / bytes : 1.0;
+}
+
+struct Iteration {
+  Outcome outcome = Outcome::finished;
+  std::string failure;
+  record::Trace trace;
+  std::vector<schedules::Diagnostic> diagnostics;
+  std::optional<record::Deadlock> deadlock;
+  std::int64_t real_peak = 0;
+  double makespan = 0;
+};
+
+Iteration run_once(const config::Prepared& prepared, const schedules::Semantics& sem,
+                   Transport& transport, Compute& compute, const Settings& s, double memory_scale,
+                   std::uint64_t iteration, const std::atomic<bool>* stop) {
+  const schedules::Program& p = *prepared.program;
+  const int R = p.ranks();
+  Iteration it;
+  it.trace.time_unit = prepared.config.time_unit;
+  it.trace.origin = "measured";
+  it.trace.clock = "steady_clock";
+  record::TraceRecorder recorder(it.trace);
+  RunShared run{p,
+                sem,
+                prepared.model,
+                transport,
+                compute,
+                RunClock(),
+                s.time_scale > 0 ? s.time_scale : 1e-3,
+                memory_scale,
+                iteration,
+                &recorder};
+  std::vector<std::unique_ptr<RankRunner>> ranks;
+  for (int r = 0; r < R; ++r) ranks.push_back(std::make_unique<RankRunner>(run, r));
+  recorder.on_begin(R, /*concurrent=*/true);
+
+  // Every thread waits at the gate, so that the clock starts when all of them can run.
+  std::latch gate(1);
+  std::vector<std::jthread> threads;
+  threads.reserve(static_cast<std::size_t>(R));
+  try {
+    for (int r = 0; r < R; ++r)
+      threads.emplace_back([&, r] {
+        gate.wait();
+        ranks[static_cast<std::size_t>(r)]->run();
+      });
+  } catch (const std::system_error& e) {  // out of threads: stop the ones that started
+    run.cancel.store(true);
+    gate.count_down();
+    threads.clear();
+    throw config::ConfigError(prepared.config.source, "schedule.ranks",
+                              fmt::format("cannot start a thread per rank: {}", e.what()));
+  }
+  run.clock = RunClock();
+  const TransportContext tc{p, sem, prepared.model.network, s.time_scale, run.clock};
+  const ComputeContext cc{p, prepared.model, s.time_scale, run.clock, run.cancel};
+  transport.begin(tc);
+  compute.begin(cc);
+  run.clock = RunClock();
+  gate.count_down();
+  it.outcome = detail::Watchdog(s.hang_timeout, stop).watch(run, ranks);
+  threads.clear();  // joins
+  transport.end();
+  recorder.on_end();
+
+  it.failure = run.failure;
+  if (!it.failure.empty()) it.outcome = Outcome::failed;
+  std::vector<record::WaitEdge> edges;
+  std::vector<bool> finished(static_cast<std::size_t>(R));
+  for (int r = 0; r < R; ++r) {
+    auto& rr = *ranks[static_cast<std::size_t>(r)];
+    auto& d = rr.diagnostics();
+    it.diagnostics.insert(it.diagnostics.end(), d.begin(), d.end());
+    finished[static_cast<std::size_t>(r)] = rr.timeline().finished;
+    for (auto& e : rr.wait_edges()) edges.push_back(std::move(e));
+    it.real_peak = std::max(it.real_peak, rr.real_peak());
+  }
+  if (it.outcome == Outcome::hang) it.deadlock = record::find_deadlock(R, edges, finished);
+  it.makespan = record::compute_metrics(it.trace, p).makespan;
+  return it;
+}
+
+}  // namespace
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::finished:
+      return "finished";
+    case Outcome::hang:
+      return "hang";
+    case Outcome::interrupted:
+      return "interrupted";
+    case Outcome::failed:
+      return "failed";
+  }
+  return "?";
+}
+
+Execution execute(const config::Prepared& prepared, const ExecOptions& options) {
+  const Settings& s = options.settings;
+  const config::Config& c = prepared.config;
+  const TransportInfo* ti = TransportRegistry::instance().find(s.backend);
+  if (ti == nullptr) throw config::ConfigError(c.source, "real.backend", "unknown backend");
+  const ComputeInfo* ci = ComputeRegistry::instance().find(s.compute);
+  if (ci == nullptr) throw config::ConfigError(c.source, "real.compute", "unknown compute");
+  const schedules::Program& p = *prepared.program;
+  if (p.ranks() > kMaxRanks)
+    throw config::ConfigError(
+        c.source, "schedule.ranks",
+        fmt::format("the {} backend runs a thread per rank: at most {} ranks, got {}", s.backend,
+                    kMaxRanks, p.ranks()));
+
+  Execution ex;
+  record::RunRecord& rec = ex.record;
+  rec.info = {c.name,       c.source, c.kind, c.comm_style(),
+              std::string(config::to_string(c.network.matching)), c.time_unit, "measured"};
+  rec.program = prepared.program;
+  auto diagnostics = schedules::validate(p);
+  if (schedules::has_fatal(diagnostics)) {  // as the simulator, it does not run such a program
+    rec.diagnostics = std::move(diagnostics);
+    return ex;
+  }
+  for (int r = 0; r < p.ranks(); ++r)
+    for (const auto& op : p.ops(r))
+      if (schedules::is_compute(op.kind) &&
+          !config::op_duration(prepared.model.costs, p, r, op))
+        throw config::ConfigError(c.source, "costs",
+                                  fmt::format("{} needs backward_input and backward_weight costs",
+                                              p.op_text(r, op)));
+
+  ex.memory_scale = s.memory_scale > 0 ? s.memory_scale : auto_memory_scale(p, prepared.model);
+  const schedules::Semantics sem(p);
+  auto transport = ti->make();
+  auto compute = ci->make();
+  std::vector<Iteration> kept;
+  const int total = s.warmup + s.iterations;
+  for (int i = 0; i < total; ++i) {
+    Iteration it = run_once(prepared, sem, *transport, *compute, s, ex.memory_scale,
+                            static_cast<std::uint64_t>(i), options.stop);
+    const bool over = it.outcome != Outcome::finished;
+    if (i >= s.warmup || over) {
+      ex.makespans.push_back(it.makespan);
+      kept.push_back(std::move(it));
+    }
+    if (over) break;  // a hang, an interrupt or a failure is the run reported
+  }
+  // The median iteration (by makespan) is the one reported; a run that did not finish is.
+  std::size_t pick = kept.size() - 1;
+  if (kept.back().outcome == Outcome::finished) {
+    std::vector<std::size_t> order(kept.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return kept[a].makespan < kept[b].makespan; });
+    pick = order[(order.size() - 1) / 2];
+  }
+  Iteration& it = kept[pick];
+  ex.outcome = it.outcome;
+  ex.failure = it.failure;
+  for (const auto& k : kept) ex.real_peak_bytes = std::max(ex.real_peak_bytes, k.real_peak);
+  rec.diagnostics = std::move(it.diagnostics);
+  rec.deadlock = std::move(it.deadlock);
+  rec.metrics = record::compute_metrics(it.trace, p);
+  rec.trace = std::move(it.trace);
+  return ex;
+}
+
+}  // namespace ppsim::real

@@ -1,0 +1,55 @@
+#include "watchdog.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace ppsim::real::detail {
+
+Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks) {
+  using Clock = std::chrono::steady_clock;
+  const auto poll = std::chrono::duration<double>(std::clamp(hang_timeout_ / 20, 0.0005, 0.01));
+  Outcome outcome = Outcome::finished;
+  bool stopping = false;
+  std::uint64_t last_progress = run.progress.load();
+  auto quiet_since = Clock::now();
+  auto stop_run = [&](Outcome why) {
+    outcome = why;
+    stopping = true;
+    run.cancel.store(true);
+    run.transport.abort();
+  };
+  while (true) {
+    std::size_t over = 0, blocked = 0;
+    for (const auto& r : ranks) {
+      const RankStatus s = r->status();
+      over += s == RankStatus::done || s == RankStatus::stopped;
+      blocked += s == RankStatus::blocked;
+    }
+    if (over == ranks.size()) break;
+    if (!stopping) {
+      if (run.cancel.load()) {  // a rank failed and stopped the others
+        outcome = Outcome::failed;
+        stopping = true;
+      } else if (stop_ && stop_->load()) {
+        stop_run(Outcome::interrupted);
+      } else {
+        const std::uint64_t progress = run.progress.load();
+        // A hang: every rank still running is blocked, nothing is in flight, nothing moved.
+        if (progress != last_progress || over + blocked != ranks.size() ||
+            !run.transport.quiescent()) {
+          last_progress = progress;
+          quiet_since = Clock::now();
+        } else if (std::chrono::duration<double>(Clock::now() - quiet_since).count() >=
+                   hang_timeout_) {
+          stop_run(Outcome::hang);
+        }
+      }
+    }
+    std::this_thread::sleep_for(poll);
+  }
+  if (!stopping && run.cancel.load()) outcome = Outcome::failed;
+  return outcome;
+}
+
+}  // namespace ppsim::real::detail

@@ -1,0 +1,27 @@
+#pragma once
+// The executor's watchdog (internal to real/): watches a run from the thread that started it and
+// stops every rank when the run hangs, is interrupted, or a rank has failed.
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "ppsim/real/executor.hpp"
+#include "rank_runner.hpp"
+
+namespace ppsim::real::detail {
+
+class Watchdog {
+ public:
+  // `hang_timeout`: seconds during which every unfinished rank is blocked, the transport has
+  // nothing under way and no rank makes progress, before the run is declared hung.
+  Watchdog(double hang_timeout, const std::atomic<bool>* stop)
+      : hang_timeout_(hang_timeout), stop_(stop) {}
+  // Returns once every rank has finished or stopped.
+  Outcome watch(RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks);
+
+ private:
+  double hang_timeout_;
+  const std::atomic<bool>* stop_;
+};
+
+}  // namespace ppsim::real::detail
