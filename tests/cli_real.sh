@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# `ppsim real` as a user's CI sees it (docs/EXECUTOR.md): exit codes 0 ok, 1 hang or disagreement,
+# 2 bad input, 130 interrupted; a hang reported in the words of `ppsim check`; no process left.
+set -u
+fail=0
+out=$(mktemp)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp" "$out"' EXIT
+expect() {  # expect CODE ARGS...
+  local want=$1; shift
+  "$PPSIM" "$@" >"$out" 2>&1
+  local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: ppsim $* exited $got, expected $want"; cat "$out"; fail=1
+  else
+    echo "ok: ppsim $* -> $got"
+  fi
+}
+contains() {  # contains TEXT: the last command's output holds TEXT
+  grep -qF -- "$1" "$out" || { echo "FAIL: output lacks '$1'"; cat "$out"; fail=1; }
+}
+
+# Bad input: exit 2, naming the option or the file.
+expect 2 real "$SRC/configs/1f1b.json" --time-scale fast
+contains "--time-scale"
+expect 2 real "$SRC/configs/1f1b.json" --time-scale 11s
+contains "--time-scale"
+expect 2 real "$SRC/configs/1f1b.json" --backend carrier-pigeon
+contains "--backend: unknown backend 'carrier-pigeon'"
+expect 2 real "$SRC/configs/1f1b.json" --iterations 0
+contains "--iterations"
+expect 2 real "$SRC/configs/1f1b.json" --hang-timeout 0
+contains "--hang-timeout"
+expect 2 real "$SRC/configs/does-not-exist.json"
+contains "does-not-exist.json"
+expect 2 real "$SRC/configs/1f1b.json" --set real.warmup=-1
+contains "real.warmup"
+expect 2 real "$SRC/configs/1f1b.json" --trace "$tmp/no/such/dir/t.json" --time-scale 0
+
+# A run that finishes and agrees with the simulator: 0, JSON that parses.
+expect 0 real "$SRC/configs/1f1b.json" --time-scale 0
+contains "makespan"
+expect 0 real "$SRC/configs/gpipe.json" --time-scale 0 --iterations 2 --warmup 1 --json
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["outcome"]=="finished" and j["comparison"]["verdicts_agree"] and j["comparison"]["peaks_agree"] and len(j["iteration_makespans"])==2, j' "$out" \
+  || { echo "FAIL: --json object"; fail=1; }
+
+# A deadlock: observed as a hang (exit 1) naming the same blocked ops as `ppsim check`, and its
+# partial trace written.
+deadlock="$SRC/configs/1f1b-blocking-deadlock.json"
+"$PPSIM" check "$deadlock" >"$tmp/check.txt" 2>&1
+expect 1 real "$deadlock" --time-scale 0 --hang-timeout 0.2 --trace "$tmp/hang.json"
+contains "the simulator predicted the same"
+blocked=$(grep -c "blocked in" "$tmp/check.txt")
+[ "$blocked" -gt 0 ] || { echo "FAIL: check printed no blocked op"; cat "$tmp/check.txt"; fail=1; }
+while IFS= read -r line; do
+  contains "$(echo "$line" | sed 's/^ *//')"
+done < <(grep "blocked in" "$tmp/check.txt")
+[ -s "$tmp/hang.json" ] || { echo "FAIL: no partial trace after the hang"; fail=1; }
+
+# SIGINT during a long run (1f1b at 1 s per time unit: about 36 s): 130 within a few seconds, no
+# process left. The signal is repeated until it exits, in case the first came before the handler.
+"$PPSIM" real "$SRC/configs/1f1b.json" --time-scale 1s --trace "$tmp/int.json" >"$out" 2>&1 &
+pid=$!
+sleep 1
+start=$(date +%s)
+for _ in $(seq 1 40); do
+  kill -0 "$pid" 2>/dev/null || break
+  kill -INT "$pid" 2>/dev/null
+  sleep 0.5
+done
+wait "$pid"
+got=$?
+elapsed=$(( $(date +%s) - start ))
+if [ "$got" != 130 ]; then
+  echo "FAIL: SIGINT: exit $got, expected 130"; cat "$out"; fail=1
+elif [ "$elapsed" -gt 10 ]; then
+  echo "FAIL: SIGINT: took ${elapsed}s to stop"; fail=1
+else
+  echo "ok: SIGINT -> 130 in ${elapsed}s"
+fi
+contains "interrupted"
+kill -0 "$pid" 2>/dev/null && { echo "FAIL: process $pid still there"; kill -9 "$pid"; fail=1; }
+leftovers=$(ls -A "$tmp" | grep -c '^\.ppsim-' || true)
+[ "$leftovers" = 0 ] || { echo "FAIL: temporary files left: $(ls -A "$tmp")"; fail=1; }
+
+if [ $fail = 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
+exit $fail
