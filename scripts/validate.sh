@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Regenerates docs/VALIDATION.md: runs `ppsim real --json` on GPipe, 1F1B and interleaved 1F1B at
+# P = 4 on the host executor with emulated compute and writes measured against predicted.
+# Usage: bash scripts/validate.sh   (builds build/ if needed; PPSIM=path/to/ppsim uses that binary)
+# Settings: TIME_SCALE (default 5ms per time unit), ITERATIONS (3), WARMUP (1).
+# Exit 0 when every case agrees with the simulator and meets the 5% makespan target, else 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${PPSIM:-}" ]; then
+  BUILD_DIR=build bash scripts/build.sh
+  PPSIM=build/cli/ppsim
+fi
+time_scale=${TIME_SCALE:-5ms}
+iterations=${ITERATIONS:-3}
+warmup=${WARMUP:-1}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+configs=(configs/gpipe.json configs/1f1b.json configs/interleaved-1f1b.json)
+for c in "${configs[@]}"; do
+  name=$(basename "$c" .json)
+  echo "validate: $PPSIM real $c --set schedule.ranks=4 --time-scale $time_scale" \
+    "--iterations $iterations --warmup $warmup --json" >&2
+  # Exit 1 (a disagreement) is reported in the document, not fatal here; 2 and up are.
+  set +e
+  "$PPSIM" real "$c" --set schedule.ranks=4 --time-scale "$time_scale" \
+    --iterations "$iterations" --warmup "$warmup" --json >"$out/$name.json"
+  code=$?
+  set -e
+  if [ "$code" -gt 1 ]; then
+    echo "validate: $c: ppsim real exited $code" >&2
+    exit "$code"
+  fi
+done
+python3 scripts/validation_report.py \
+  --command "bash scripts/validate.sh" \
+  --settings "time scale $time_scale per time unit, $iterations iterations after $warmup warmup" \
+  --machine "$(nproc) CPUs, $(uname -m), $(uname -sr)" \
+  --output docs/VALIDATION.md "$out"/gpipe.json "$out"/1f1b.json "$out"/interleaved-1f1b.json
