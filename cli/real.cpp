@@ -223,9 +223,12 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
                      calibrate ? "calibrated" : "predicted", "measured", "error");
   out +=
       fmt::format("  {:<18} {:>16} {:>16}\n", "verdict", c.predicted_verdict, c.measured_verdict);
-  out += fmt::format("  {:<18} {:>16} {:>16} {:>+9.2f}%\n", fmt::format("makespan ({})", u),
+  // At time scale 0 nothing waits for its modelled duration: times are not comparable.
+  const bool timed = s.time_scale > 0;
+  out += fmt::format("  {:<18} {:>16} {:>16} {:>10}\n", fmt::format("makespan ({})", u),
                      fmt::format("{:.4f}", c.predicted_makespan),
-                     fmt::format("{:.4f}", c.measured_makespan), 100 * c.makespan_error);
+                     fmt::format("{:.4f}", c.measured_makespan),
+                     timed ? fmt::format("{:+.2f}%", 100 * c.makespan_error) : "n/a");
   if (uncalibrated_makespan)
     out += fmt::format("  {:<18} {:>16}\n", "  (uncalibrated)",
                        fmt::format("{:.4f}", *uncalibrated_makespan));
@@ -236,18 +239,27 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
                        "peak_mem", "peak_mem");
     out += fmt::format("  {:>4} {:>10} {:>10} {:>14} {:>14}\n", "", "predicted", "measured",
                        "predicted", "measured");
-    for (const auto& r : c.ranks)
-      out += fmt::format(
-          "  {:>4} {:>10} {:>10} {:>14} {:>14}{}\n", r.rank, r.predicted_inflight,
-          r.measured_inflight, human_bytes(r.predicted_memory), human_bytes(r.measured_memory),
-          r.predicted_inflight == r.measured_inflight && r.predicted_memory == r.measured_memory
-              ? ""
-              : "  <- differs");
+    for (const auto& r : c.ranks) {
+      std::string note;
+      if (r.predicted_inflight != r.measured_inflight)
+        note += fmt::format("  <- in-flight differs by {:+}",
+                            r.measured_inflight - r.predicted_inflight);
+      if (r.predicted_memory != r.measured_memory) {
+        const std::int64_t d = r.measured_memory - r.predicted_memory;
+        note += fmt::format("  <- memory differs by {}{}", d < 0 ? "-" : "+",
+                            human_bytes(d < 0 ? -d : d));
+      }
+      out += fmt::format("  {:>4} {:>10} {:>10} {:>14} {:>14}{}\n", r.rank, r.predicted_inflight,
+                         r.measured_inflight, human_bytes(r.predicted_memory),
+                         human_bytes(r.measured_memory), note);
+    }
     out += fmt::format("  peaks equal      {}\n", c.peaks_agree ? "yes" : "NO");
   }
   out += fmt::format(
       "\n  op start error   median {:.4f} {}, p95 {:.4f} {}, max {:.4f} {} ({} ops)\n",
       c.start_error_median, u, c.start_error_p95, u, c.start_error_max, u, c.ops_compared);
+  if (!timed)
+    out += "  (time scale 0: ops take no wall-clock time, so measured times are not comparable)\n";
   if (!run.makespans.empty()) {
     std::string list;
     for (double m : run.makespans) list += fmt::format("{}{:.4f}", list.empty() ? "" : " ", m);
