@@ -1,5 +1,6 @@
 #pragma once
 // Small builders shared by the tests.
+#include <random>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,59 @@ inline sim::SimOptions uniform(int stages, double f, double b) {
   c.backward_weight = b / 2;
   o.costs = sim::CostModel::uniform(stages, c);
   return o;
+}
+
+// A random small program and model: a registered schedule at one of its test parameter sets,
+// lowered in a random comm style, perturbed (two neighbouring ops swapped, or one dropped, on a
+// random rank), with random costs, network and memory. Programs validation rejects as fatal are
+// drawn again.
+struct RandomCase {
+  schedules::Program program;
+  sim::SimOptions options;
+  std::string name;
+};
+inline RandomCase random_case(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto real = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  const auto& generators = schedules::Registry::instance().all();
+  const auto& lowerings = all_lowerings();
+  while (true) {
+    const auto& g =
+        generators[static_cast<std::size_t>(pick(0, static_cast<int>(generators.size()) - 1))];
+    const auto& params = g.test_params[static_cast<std::size_t>(
+        pick(0, static_cast<int>(g.test_params.size()) - 1))];
+    schedules::Program p = schedules::lower(
+        schedules::generate(g.name, params),
+        lowerings[static_cast<std::size_t>(pick(0, static_cast<int>(lowerings.size()) - 1))]);
+    const int r = pick(0, p.ranks() - 1);
+    auto& ops = p.ops(r);
+    if (ops.size() >= 2 && pick(0, 2) == 0) {
+      const std::size_t i = static_cast<std::size_t>(pick(0, static_cast<int>(ops.size()) - 2));
+      std::swap(ops[i], ops[i + 1]);
+    } else if (!ops.empty() && pick(0, 3) == 0) {
+      ops.erase(ops.begin() + pick(0, static_cast<int>(ops.size()) - 1));
+    }
+    if (schedules::has_fatal(schedules::validate(p))) continue;
+    sim::SimOptions o = uniform(p.stages(), 1, 2);
+    for (auto& st : o.costs.stages) {
+      st.forward = real(0.1, 5);
+      st.backward_input = real(0.1, 5);
+      st.backward_weight = real(0.1, 5);
+      st.backward = st.backward_input + st.backward_weight;
+    }
+    o.network.latency = pick(0, 1) ? real(0, 2) : 0.0;
+    o.network.bandwidth = pick(0, 1) ? real(10, 1000) : 0.0;
+    o.network.boundary_bytes = pick(0, 1000);
+    o.network.eager_limit = pick(0, 1) ? pick(0, 1000) : 0;
+    o.network.matching = pick(0, 1) ? config::Matching::tag : config::Matching::fifo;
+    o.memory.activation_bytes = pick(0, 5000);
+    o.memory.weight_stash_bytes = pick(0, static_cast<int>(o.memory.activation_bytes));
+    o.memory.static_bytes = pick(0, 100);
+    o.memory.deallocate_outputs = pick(0, 1);
+    return {std::move(p), std::move(o), g.name};
+  }
 }
 
 }  // namespace ppsim::test

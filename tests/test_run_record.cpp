@@ -67,48 +67,10 @@ TEST_CASE(
     "(random schedules, styles, costs, networks, memory; ops swapped or dropped)",
     "[run_record][property]") {
   std::mt19937 rng(5);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto real = [&](double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  };
-  const auto& generators = schedules::Registry::instance().all();
-  const auto& lowerings = test::all_lowerings();
   int run = 0, deadlocked = 0;
   while (run < 300) {
-    const auto& g =
-        generators[static_cast<std::size_t>(pick(0, static_cast<int>(generators.size()) - 1))];
-    const auto& params = g.test_params[static_cast<std::size_t>(
-        pick(0, static_cast<int>(g.test_params.size()) - 1))];
-    schedules::Program p = schedules::lower(
-        schedules::generate(g.name, params),
-        lowerings[static_cast<std::size_t>(pick(0, static_cast<int>(lowerings.size()) - 1))]);
-    // Perturb: swap two neighbouring ops, or drop one, on a random rank.
-    const int r = pick(0, p.ranks() - 1);
-    auto& ops = p.ops(r);
-    if (ops.size() >= 2 && pick(0, 2) == 0) {
-      const std::size_t i = static_cast<std::size_t>(pick(0, static_cast<int>(ops.size()) - 2));
-      std::swap(ops[i], ops[i + 1]);
-    } else if (!ops.empty() && pick(0, 3) == 0) {
-      ops.erase(ops.begin() + pick(0, static_cast<int>(ops.size()) - 1));
-    }
-    if (schedules::has_fatal(schedules::validate(p))) continue;
-    sim::SimOptions o = test::uniform(p.stages(), 1, 2);
-    for (auto& st : o.costs.stages) {
-      st.forward = real(0.1, 5);
-      st.backward_input = real(0.1, 5);
-      st.backward_weight = real(0.1, 5);
-      st.backward = st.backward_input + st.backward_weight;
-    }
-    o.network.latency = pick(0, 1) ? real(0, 2) : 0.0;
-    o.network.bandwidth = pick(0, 1) ? real(10, 1000) : 0.0;
-    o.network.boundary_bytes = pick(0, 1000);
-    o.network.eager_limit = pick(0, 1) ? pick(0, 1000) : 0;
-    o.network.matching = pick(0, 1) ? config::Matching::tag : config::Matching::fifo;
-    o.memory.activation_bytes = pick(0, 5000);
-    o.memory.weight_stash_bytes = pick(0, static_cast<int>(o.memory.activation_bytes));
-    o.memory.static_bytes = pick(0, 100);
-    o.memory.deallocate_outputs = pick(0, 1);
-    INFO("program " << run << ": " << g.name << "\n" << p.to_text());
+    const auto [p, o, name] = test::random_case(rng);
+    INFO("program " << run << ": " << name << "\n" << p.to_text());
     check_same_metrics(p, o);
     deadlocked += sim::simulate(p, o).deadlock ? 1 : 0;
     ++run;

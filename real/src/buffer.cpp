@@ -15,8 +15,8 @@ std::size_t Allocator::real_size(std::int64_t bytes) const {
 
 std::unique_ptr<std::byte[]> Allocator::allocate(std::int64_t bytes) {
   const std::size_t n = real_size(bytes);
-  // Written, not just reserved: the pages are really resident, as a framework's tensors are.
-  auto storage = std::make_unique<std::byte[]>(n);
+  // Not zeroed: the producer writes it (Buffer::write), which makes its pages resident.
+  auto storage = std::make_unique_for_overwrite<std::byte[]>(n);
   live_ += bytes;
   peak_ = std::max(peak_, live_);
   real_live_ += static_cast<std::int64_t>(n);

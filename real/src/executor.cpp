@@ -42,6 +42,13 @@ double auto_memory_scale(const schedules::Program& p, const config::Model& m) {
   return bytes > kRealBudget ? kRealBudget / bytes : 1.0;
 }
 
+// The hazards the ranks see as they run (rank_runner.cpp); validation reports the same ones
+// from program order.
+bool observed_at_run_time(const std::string& kind) {
+  return kind == "read_before_wait" || kind == "missing_receive" || kind == "never_waited" ||
+         kind == "buffer_released_before_wait" || kind == "message_order_mismatch";
+}
+
 struct Iteration {
   Outcome outcome = Outcome::finished;
   std::string failure;
@@ -199,7 +206,11 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   ex.outcome = it.outcome;
   ex.failure = it.failure;
   for (const auto& k : kept) ex.real_peak_bytes = std::max(ex.real_peak_bytes, k.real_peak);
-  rec.diagnostics = std::move(it.diagnostics);
+  // What only program order shows (a missing op, ...) comes from validation; what a run shows,
+  // from this run, so that a hazard is reported once.
+  for (auto& d : diagnostics)
+    if (!observed_at_run_time(d.kind)) rec.diagnostics.push_back(std::move(d));
+  rec.diagnostics.insert(rec.diagnostics.end(), it.diagnostics.begin(), it.diagnostics.end());
   rec.deadlock = std::move(it.deadlock);
   rec.metrics = record::compute_metrics(it.trace, p);
   rec.trace = std::move(it.trace);

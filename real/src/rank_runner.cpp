@@ -17,17 +17,19 @@ RankRunner::RankRunner(RunShared& run, int rank)
       rank_(rank),
       ops_(run.program.ops(rank)),
       allocator_(run.memory_scale),
-      static_allocator_(run.memory_scale) {}
+      static_allocator_(run.memory_scale) {
+  int chunks = 0;
+  for (const auto& place : run_.program.placement()) chunks += place.rank == rank_;
+  timeline_.static_bytes = run_.model.memory.static_bytes * chunks;
+  // Weights and optimizer state: really held for the whole run, outside the counters (as in the
+  // simulator, they are RankTimeline::static_bytes), and allocated before the clock starts.
+  static_ = std::make_unique<Buffer>(static_allocator_, schedules::TensorId{},
+                                     timeline_.static_bytes);
+  static_->write({}, rank_, -1, "the weights");
+}
 
 void RankRunner::run() noexcept {
   try {
-    int chunks = 0;
-    for (const auto& place : run_.program.placement()) chunks += place.rank == rank_;
-    timeline_.static_bytes = run_.model.memory.static_bytes * chunks;
-    // Weights and optimizer state: really held for the whole run, outside the counters (as in
-    // the simulator, they are RankTimeline::static_bytes).
-    static_ = std::make_unique<Buffer>(static_allocator_, schedules::TensorId{},
-                                       timeline_.static_bytes);
     issue_all();
   } catch (const std::exception& e) {
     std::lock_guard lock(run_.failure_mu);
@@ -193,8 +195,13 @@ void RankRunner::run_compute(int pos, const Op& op) {
     if (const auto out = sem.released_output(part)) {
       if (Live* l = live_of_tensor(send_f_of_, *out)) {
         if (l->request->op.async && !l->request->waited) {
-          // The request owns its buffer: it is released when the request is waited.
+          // The request owns its buffer: it goes when the request is waited, not now.
           l->release_when_waited = true;
+          hazard("buffer_released_before_wait", pos,
+                 fmt::format("frees the output of {}F{} while its send (request #{}) is not "
+                             "waited: kept until the wait (Gloo aborts with \"Cannot lock "
+                             "pointer to unbound buffer\")",
+                             out->producer, out->microbatch, l->request->op.request));
         } else {
           release(*l->request->buffer, op_text(pos), t1);
         }
@@ -305,7 +312,7 @@ void RankRunner::completed(Live& l) {
   l.reported = true;
   if (!r.error.empty()) {
     hazard("released_storage_access", r.pos, r.error);
-  } else {
+  } else if (r.buffer->has_storage()) {  // (a consumer that did not wait may have freed it)
     try {
       const Payload got = r.buffer->read(rank_, r.pos, op_text(r.pos));
       const auto want = run_.semantics.tensor_of(r.op);
