@@ -13,6 +13,7 @@ fi
 time_scale=${TIME_SCALE:-5ms}
 iterations=${ITERATIONS:-3}
 warmup=${WARMUP:-1}
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 configs=(configs/gpipe.json configs/1f1b.json configs/interleaved-1f1b.json)
@@ -34,5 +35,5 @@ done
 python3 scripts/validation_report.py \
   --command "bash scripts/validate.sh" \
   --settings "time scale $time_scale per time unit, $iterations iterations after $warmup warmup" \
-  --machine "$(nproc) CPUs, $(uname -m), $(uname -sr)" \
+  --machine "$(nproc) CPUs, $(uname -m), $(uname -sr), load average $load before the runs" \
   --output docs/VALIDATION.md "$out"/gpipe.json "$out"/1f1b.json "$out"/interleaved-1f1b.json
