@@ -2,7 +2,8 @@
 # Install the Debian 12 packages ppsim builds with, only those that are missing.
 set -euo pipefail
 packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
-  clang libclang-rt-14-dev)  # clang + its runtimes (libFuzzer, ASan): scripts/fuzz.sh
+  clang libclang-rt-14-dev  # clang + its runtimes (libFuzzer, ASan): scripts/fuzz.sh
+  python3)  # scripts/validate.sh writes docs/VALIDATION.md; tests/cli_real.sh reads --json
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
