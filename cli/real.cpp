@@ -218,7 +218,9 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
       path, prepared.config.name, predicted.info.schedule, program.ranks(), program.microbatches(),
       s.backend, s.compute, describe_scale(s.time_scale), u, s.iterations,
       s.iterations == 1 ? "" : "s", s.warmup, run.memory_scale);
-  out += fmt::format("  outcome          {}\n", real::to_string(run.outcome));
+  out += fmt::format("  outcome          {}\n",
+                     run.record.metrics ? real::to_string(run.outcome)
+                                        : "not run: the program is invalid (errors below)");
   out += fmt::format("\n  {:<18} {:>16} {:>16} {:>10}\n", "",
                      calibrate ? "calibrated" : "predicted", "measured", "error");
   out +=
