@@ -11,6 +11,8 @@
 
 #include "helpers.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/real/buffer.hpp"
+#include "ppsim/real/compute.hpp"
 #include "ppsim/real/executor.hpp"
 #include "ppsim/real/settings.hpp"
 #include "ppsim/sim/analysis.hpp"
@@ -87,9 +89,26 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
   }
 }
 
+// Whether peak memory is fixed by program order alone: no asynchronous send frees its buffer when
+// its transfer ends (whose moment the peer decides), and no hazard makes the executor keep or
+// free a buffer otherwise than the simulator.
+bool memory_follows_program_order(const record::RunRecord& predicted, const sim::SimOptions& o) {
+  if (!predicted.diagnostics.empty()) return false;
+  const auto& p = *predicted.program;
+  const bool eager = o.network.eager_limit > 0 && o.network.boundary_bytes <= o.network.eager_limit;
+  for (int r = 0; r < p.ranks(); ++r)
+    for (const auto& op : p.ops(r))
+      if (op.async && !eager &&
+          (op.kind == schedules::OpKind::SEND_B ||
+           (op.kind == schedules::OpKind::SEND_F && o.memory.deallocate_outputs)))
+        return false;
+  return true;
+}
+
 }  // namespace
 
-TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck ops, peaks)",
+TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck ops, hazards, "
+          "in-flight and, where program order fixes it, memory peaks)",
           "[real][threads][golden]") {
   const fs::path root = PPSIM_SOURCE_DIR;
   int configs = 0;
@@ -98,13 +117,10 @@ TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck 
     INFO(e.path().string());
     const config::Prepared prep = config::prepare(config::load_config(e.path().string()));
     const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
-    // Untimed: the verdict and the in-flight peaks do not depend on durations.
-    check_agreement(predicted, real::execute(prep, {untimed()}), false);
-    // Timed (1 unit = 1 ms): sent buffers free themselves in the simulator's order, so memory
-    // peaks agree exactly too.
-    real::Settings timed = untimed();
-    timed.time_scale = 1e-3;
-    check_agreement(predicted, real::execute(prep, {timed}), true);
+    // Untimed: the verdict and the in-flight peaks do not depend on durations. Memory peaks
+    // are compared with the clock running in the [.timing] test below.
+    check_agreement(predicted, real::execute(prep, {untimed()}),
+                    memory_follows_program_order(predicted, prep.model));
     ++configs;
   }
   CHECK(configs >= 6);
@@ -133,16 +149,183 @@ TEST_CASE("Executor and simulator agree on 300 random programs (schedules, comm 
           "networks, matching, eager sends; ops swapped or dropped)",
           "[real][threads][property]") {
   std::mt19937 rng(11);
-  int hung = 0, finished = 0;
+  int hung = 0, finished = 0, memory_checked = 0;
   for (int i = 0; i < 300; ++i) {
     auto [p, o, name] = test::random_case(rng);
     INFO("program " << i << ": " << name << "\n" << p.to_text());
     const config::Prepared prep = prepared_of(std::move(p), o);
     const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
     const real::Execution measured = real::execute(prep, {untimed()});
-    check_agreement(predicted, measured, false);
+    const bool memory = memory_follows_program_order(predicted, o);
+    check_agreement(predicted, measured, memory);
+    memory_checked += memory;
     (measured.outcome == real::Outcome::hang ? hung : finished) += 1;
   }
   CHECK(hung > 10);
   CHECK(finished > 100);
+  CHECK(memory_checked > 50);
+}
+
+TEST_CASE("Under fifo matching a send met by the wrong receive is seen in the data, at the "
+          "receive the simulator names",
+          "[real][threads]") {
+  // Rank 0 sends microbatch 1's activation before microbatch 0's; rank 1 receives 0 first.
+  auto p = schedules::Program::parse(
+      "0F0,0F1,0SEND_F1#0,0SEND_F0#1,WAIT(0;1),0RECV_B0,0B0,0RECV_B1,0B1\n"
+      "1RECV_F0#0,1RECV_F1#1,WAIT(0;1),1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
+  auto o = test::uniform(2, 1, 2);
+  o.network.matching = config::Matching::fifo;
+  const config::Prepared prep = prepared_of(p, o);
+  const record::RunRecord predicted = sim::analyze(prep);
+  const real::Execution measured = real::execute(prep, {untimed()});
+  const std::set<std::string> expected = {"message_order_mismatch at rank 1 op 0",
+                                          "message_order_mismatch at rank 1 op 1"};
+  CHECK(hazards(predicted) == expected);
+  CHECK(hazards(measured.record) == expected);
+  // Under tag matching each receive gets its own tensor.
+  o.network.matching = config::Matching::tag;
+  CHECK(real::execute(prepared_of(p, o), {untimed()}).record.diagnostics.empty());
+}
+
+TEST_CASE("Eager sends complete locally: all-blocking 1F1B finishes when its messages fit the "
+          "eager limit, as the simulator predicts",
+          "[real][threads]") {
+  auto o = test::uniform(4, 1, 2);
+  o.network.boundary_bytes = 1000;
+  o.network.eager_limit = 4096;
+  const config::Prepared prep = prepared_of(test::lowered("1f1b", 4, 8, 1, "blocking"), o);
+  CHECK_FALSE(sim::analyze(prep).deadlock);
+  const real::Execution measured = real::execute(prep, {untimed()});
+  CHECK(measured.outcome == real::Outcome::finished);
+  CHECK(measured.record.ok());
+}
+
+TEST_CASE("A request owns its buffer: a backward that frees the output of an unwaited send is "
+          "reported at that op, and the storage stays until the wait",
+          "[real][threads]") {
+  // Rank 0 posts SEND_F0 and runs B0 (freeing F0's output) before waiting for it.
+  auto p = schedules::Program::parse(
+      "0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n"
+      "1RECV_F0,1F0,1B0,1SEND_B0\n");
+  auto o = test::uniform(2, 1, 2);
+  o.network.boundary_bytes = 100;
+  const config::Prepared prep = prepared_of(p, o);
+  const record::RunRecord predicted = sim::analyze(prep);
+  const real::Execution measured = real::execute(prep, {untimed()});
+  const std::set<std::string> expected = {"buffer_released_before_wait at rank 0 op 3"};
+  CHECK(hazards(predicted) == expected);
+  CHECK(hazards(measured.record) == expected);
+  CHECK(measured.outcome == real::Outcome::finished);
+}
+
+TEST_CASE("Released storage is guarded: a read or write after release is reported with both "
+          "ops, never a read of freed memory",
+          "[real]") {
+  real::Allocator a(0.5);
+  real::Buffer b(a, {false, 2, 1}, 1000);
+  CHECK(a.live() == 1000);
+  CHECK(a.real_live() == 500);
+  b.write({{false, 2, 1}, 7}, 0, 3, "0F1");
+  CHECK(b.read(0, 4, "0SEND_F1").iteration == 7);
+  b.release_storage("0B1");
+  CHECK(a.live() == 0);
+  CHECK(a.peak() == 1000);
+  CHECK_FALSE(b.has_storage());
+  CHECK(b.tensor().producer == 2);  // the metadata stays
+  try {
+    (void)b.read(0, 9, "0SEND_F1");
+    FAIL("read of released storage was not caught");
+  } catch (const real::HazardError& e) {
+    CHECK(e.kind() == "released_storage_access");
+    CHECK(e.pos() == 9);
+    CHECK(std::string(e.what()).find("0SEND_F1") != std::string::npos);
+    CHECK(std::string(e.what()).find("0B1") != std::string::npos);
+  }
+  CHECK_THROWS_AS(b.write({}, 0, 10, "0F1"), real::HazardError);
+}
+
+namespace {
+// Throws on rank 2's second compute op.
+class ThrowingCompute : public real::Compute {
+ public:
+  void begin(const real::ComputeContext&) override { seen_ = 0; }
+  void run(int rank, const schedules::Op&, double, double, std::span<real::Buffer* const>,
+           std::span<real::Buffer* const>) override {
+    if (rank == 2 && seen_.fetch_add(1) == 1) throw std::runtime_error("kernel launch failed");
+  }
+
+ private:
+  std::atomic<int> seen_{0};
+};
+}  // namespace
+
+TEST_CASE("A rank that throws stops every rank cleanly; the failure names the rank and the op",
+          "[real][threads]") {
+  auto& registry = real::ComputeRegistry::instance();
+  if (!registry.find("test-throwing"))
+    registry.add({"test-throwing", "throws on rank 2",
+                  [] { return std::make_unique<ThrowingCompute>(); }});
+  real::Settings s = untimed();
+  s.compute = "test-throwing";
+  s.hang_timeout = 60;  // the failure, not the watchdog, must stop it
+  const config::Prepared prep =
+      prepared_of(test::lowered("1f1b", 4, 8, 1, "async"), test::uniform(4, 1, 2));
+  const real::Execution ex = real::execute(prep, {s});
+  CHECK(ex.outcome == real::Outcome::failed);
+  CHECK(ex.failure.find("rank 2 op") != std::string::npos);
+  CHECK(ex.failure.find("kernel launch failed") != std::string::npos);
+  REQUIRE(ex.record.trace);
+  CHECK_FALSE(ex.record.trace->ranks[2].finished);
+  CHECK_FALSE(ex.record.deadlock);
+}
+
+TEST_CASE("An interrupted run stops every rank, even in the middle of long ops", "[real][threads]") {
+  real::Settings s = untimed();
+  s.time_scale = 1.0;  // 1 unit = 1 s: the run would take a minute
+  s.hang_timeout = 60;
+  std::atomic<bool> stop{false};
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop = true;
+  });
+  const config::Prepared prep =
+      prepared_of(test::lowered("1f1b", 4, 8, 1, "async"), test::uniform(4, 1, 2));
+  const real::Execution ex = real::execute(prep, {s, &stop});
+  interrupter.join();
+  CHECK(ex.outcome == real::Outcome::interrupted);
+  REQUIRE(ex.record.trace);
+  for (const auto& r : ex.record.trace->ranks) CHECK_FALSE(r.finished);
+}
+
+// Timing, on a quiet machine: ctest runs this one alone (tests/CMakeLists.txt, RUN_SERIAL), 1 time
+// unit = 5 ms of wall clock, the median of 3 iterations after a warm-up.
+TEST_CASE("Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved "
+          "at P = 4, and every bundled config's peak memory per rank exactly equal",
+          "[.timing][real]") {
+  real::Settings s = untimed();
+  s.time_scale = 5e-3;
+  s.iterations = 3;
+  s.warmup = 1;
+  s.hang_timeout = 1;
+  const fs::path root = PPSIM_SOURCE_DIR;
+  for (const char* name : {"gpipe.json", "1f1b.json", "interleaved-1f1b.json"}) {
+    INFO(name);
+    const config::Prepared prep =
+        config::prepare(config::load_config((root / "configs" / name).string()));
+    REQUIRE(prep.program->ranks() == 4);
+    const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
+    const real::Execution measured = real::execute(prep, {s});
+    const double predicted_makespan = predicted.metrics->makespan;
+    const double measured_makespan = measured.record.metrics->makespan;
+    INFO("predicted " << predicted_makespan << ", measured " << measured_makespan);
+    CHECK(std::abs(measured_makespan - predicted_makespan) <= 0.05 * predicted_makespan);
+  }
+  s.iterations = 1;
+  s.warmup = 0;
+  for (const auto& e : fs::directory_iterator(root / "configs")) {
+    if (e.path().extension() != ".json") continue;
+    INFO(e.path().string());
+    const config::Prepared prep = config::prepare(config::load_config(e.path().string()));
+    check_agreement(sim::analyze(prep, {.trace = true}), real::execute(prep, {s}), true);
+  }
 }

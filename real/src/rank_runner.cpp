@@ -85,8 +85,18 @@ void RankRunner::counter(double t) {
 
 // Sends whose storage goes once transferred: released in the order their transfers ended, at
 // those times, before the rank's memory changes again (as the simulator applies them).
-void RankRunner::reap(double) {
+void RankRunner::reap(double t) {
   if (frees_when_sent_.empty()) return;
+  // A transfer that by the clock has ended is waited for: the thread that ends transfers may be
+  // a little late, and the model says its buffer is gone by now.
+  for (Live* l : frees_when_sent_) {
+    const double ends = l->request->ends_at.load(std::memory_order_relaxed);
+    if (ends >= 0 && ends <= t * run_.unit_seconds &&
+        !l->request->complete.load(std::memory_order_acquire)) {
+      const RequestPtr r = l->request;
+      if (!run_.transport.wait(rank_, std::span<const RequestPtr>(&r, 1))) return;
+    }
+  }
   std::vector<Live*> done;
   std::erase_if(frees_when_sent_, [&](Live* l) {
     if (!l->request->complete.load(std::memory_order_acquire)) return false;

@@ -242,6 +242,7 @@ class HostTransport final : public Transport {
     Link& l = links_[link];
     l.busy = true;
     l.free_at = t + xfer_seconds_;
+    m->send->ends_at.store(l.free_at, std::memory_order_relaxed);
     pending_.push({l.free_at, seq_++, link, m});
     network_cv_.notify_one();
   }

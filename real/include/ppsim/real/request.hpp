@@ -23,6 +23,9 @@ struct Request {
   double transfer_start = 0, transfer_end = 0;  // seconds since the run's start
   std::string error;  // what went wrong with the transfer (e.g. the send's storage was released)
   std::atomic<bool> complete{false};
+  // When the transfer under way will end (seconds on the run clock), from the moment it takes its
+  // link; negative before. A rank may wait for a transfer the clock says is over.
+  std::atomic<double> ends_at{-1.0};
 
   bool waited = false;  // the rank's own bookkeeping
 };
