@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <random>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -55,9 +56,33 @@ std::set<std::string> hazards(const record::RunRecord& rec) {
   return out;
 }
 
+// What the transport must guarantee, read off a measured trace: a transfer starts only once both
+// its send and its receive are posted (rendezvous; an eager send's message leaves when posted),
+// and the transfers of one directed link never overlap.
+void check_transfers(const record::Trace& trace, bool eager) {
+  std::map<std::pair<int, int>, double> posted;  // (rank, pos) -> when its op was issued
+  for (const auto& sp : trace.spans)
+    posted[{sp.rank, sp.pos}] = sp.start;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> links;
+  for (const auto& t : trace.transfers) {
+    INFO("transfer rank " << t.src_rank << " op " << t.src_pos << " -> rank " << t.dst_rank
+                          << " op " << t.dst_pos);
+    CHECK(t.end >= t.start);
+    const auto s = posted.find({t.src_rank, t.src_pos});
+    if (s != posted.end()) CHECK(t.start >= s->second);
+    const auto r = posted.find({t.dst_rank, t.dst_pos});
+    if (!eager && r != posted.end()) CHECK(t.start >= r->second);
+    links[{t.src_rank, t.dst_rank}].emplace_back(t.start, t.end);
+  }
+  for (auto& [link, xs] : links) {
+    std::sort(xs.begin(), xs.end());
+    for (std::size_t i = 1; i < xs.size(); ++i) CHECK(xs[i].first >= xs[i - 1].second);
+  }
+}
+
 // Verdict, deadlock report and peak in-flight per rank agree; `memory`: peak memory too.
 void check_agreement(const record::RunRecord& predicted, const real::Execution& measured,
-                     bool memory) {
+                     const sim::SimOptions& model, bool memory) {
   const record::RunRecord& m = measured.record;
   REQUIRE(predicted.metrics);
   REQUIRE(m.metrics);
@@ -76,6 +101,9 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
   // A run that finishes went through every op: it saw every hazard validation and the engine
   // report, at the same ops.
   if (!predicted.deadlock) CHECK(hazards(m) == hazards(predicted));
+  REQUIRE(m.trace);
+  check_transfers(*m.trace, model.network.eager_limit > 0 &&
+                                model.network.boundary_bytes <= model.network.eager_limit);
   const auto& pr = predicted.metrics->per_rank;
   const auto& mr = m.metrics->per_rank;
   REQUIRE(pr.size() == mr.size());
@@ -119,7 +147,7 @@ TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck 
     const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
     // Untimed: the verdict and the in-flight peaks do not depend on durations. Memory peaks
     // are compared with the clock running in the [.timing] test below.
-    check_agreement(predicted, real::execute(prep, {untimed()}),
+    check_agreement(predicted, real::execute(prep, {untimed()}), prep.model,
                     memory_follows_program_order(predicted, prep.model));
     ++configs;
   }
@@ -157,7 +185,7 @@ TEST_CASE("Executor and simulator agree on 300 random programs (schedules, comm 
     const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
     const real::Execution measured = real::execute(prep, {untimed()});
     const bool memory = memory_follows_program_order(predicted, o);
-    check_agreement(predicted, measured, memory);
+    check_agreement(predicted, measured, o, memory);
     memory_checked += memory;
     (measured.outcome == real::Outcome::hang ? hung : finished) += 1;
   }
@@ -301,7 +329,7 @@ TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
 // unit = 5 ms of wall clock, the median of 3 iterations after a warm-up.
 TEST_CASE("Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved "
           "at P = 4, and every bundled config's peak memory per rank exactly equal",
-          "[.timing][real]") {
+          "[.timing]") {
   real::Settings s = untimed();
   s.time_scale = 5e-3;
   s.iterations = 3;
@@ -326,6 +354,7 @@ TEST_CASE("Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B 
     if (e.path().extension() != ".json") continue;
     INFO(e.path().string());
     const config::Prepared prep = config::prepare(config::load_config(e.path().string()));
-    check_agreement(sim::analyze(prep, {.trace = true}), real::execute(prep, {s}), true);
+    check_agreement(sim::analyze(prep, {.trace = true}), real::execute(prep, {s}), prep.model,
+                    true);
   }
 }

@@ -26,7 +26,8 @@ struct Message {
   RequestPtr send, recv;
   bool eager = false;    // its bytes were copied out when the send was posted
   bool arrived = false;  // its transfer has ended
-  double start = 0, end = 0;    // the transfer, seconds on the run clock
+  double ready = 0;             // both sides posted (eager: the send), seconds on the run clock
+  double start = 0, end = 0;    // the transfer
   std::vector<std::byte> bytes;  // an eager message's bytes
   std::string error;             // the send's storage was gone when the transfer read it
 };
@@ -227,11 +228,12 @@ class HostTransport final : public Transport {
   // Both sides are posted (or an eager send left): the transfer takes its link when it is free.
   void make_ready(std::size_t link, const MessagePtr& m) {
     Link& l = links_[link];
+    m->ready = now();
     if (l.busy || !l.ready.empty()) {
       l.ready.push_back(m);
       return;
     }
-    start(link, m, now());
+    start(link, m, m->ready);
   }
   void start(std::size_t link, const MessagePtr& m, double t) {
     m->start = t;
@@ -312,8 +314,8 @@ class HostTransport final : public Transport {
       if (!l.ready.empty()) {
         MessagePtr m = l.ready.front();
         l.ready.pop_front();
-        // Back to back: it starts when the previous one ended, not when we got round to it.
-        start(next.link, m, std::max(next.end, 0.0));
+        // When the previous one ended (or it became ready), not when this thread got round to it.
+        start(next.link, m, std::max(next.end, m->ready));
       }
     }
   }
