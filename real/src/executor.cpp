@@ -179,6 +179,7 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
 
   ex.memory_scale = s.memory_scale > 0 ? s.memory_scale : auto_memory_scale(p, prepared.model);
   const schedules::Semantics sem(p);
+  (void)sem.cell_count();  // indexes the cells now: the ranks' threads then only read it
   auto transport = ti->make();
   auto compute = ci->make();
   std::vector<Iteration> kept;

@@ -150,7 +150,15 @@ class HostTransport final : public Transport {
     network_cv_.notify_all();
   }
 
-  void end() override { stop_network(); }
+  void end() override {
+    stop_network();
+    // Messages still held (unmatched, or queued when the run stopped) let go of their buffers
+    // now, while the ranks that own them still exist.
+    std::lock_guard lock(mu_);
+    links_.clear();
+    tag_slot_.clear();
+    pending_ = {};
+  }
 
  private:
   double now() const { return ctx_->clock.now(); }

@@ -42,7 +42,8 @@ class Transport {
   virtual bool quiescent() const = 0;
   // Wakes every rank blocked in wait() and makes later waits return false at once. Any thread.
   virtual void abort() = 0;
-  // Every rank has returned; transfers still queued are dropped.
+  // Every rank has returned: transfers still queued are dropped, and every request and buffer the
+  // transport holds is let go (their ranks' allocators are about to go).
   virtual void end() = 0;
 
   // Blocking send and receive: post, then wait.
