@@ -31,12 +31,10 @@ void Allocator::release(std::unique_ptr<std::byte[]>& storage, std::int64_t byte
   real_live_ -= static_cast<std::int64_t>(real_size(bytes));
 }
 
-namespace {
-std::string tensor_text(const schedules::TensorId& t) {
+std::string describe(const schedules::TensorId& t) {
   return fmt::format("{} of stage {} microbatch {}", t.backward ? "gradient" : "activation",
                      t.producer, t.microbatch);
 }
-}  // namespace
 
 Buffer::Buffer(Allocator& allocator, schedules::TensorId tensor, std::int64_t bytes)
     : allocator_(allocator),
@@ -53,7 +51,7 @@ void Buffer::write(const Payload& p, int rank, int pos, const std::string& op) {
   if (!storage_)
     throw HazardError("released_storage_access", rank, pos,
                       fmt::format("rank {} op {} ({}) writes the {} whose storage {} released", rank,
-                                  pos, op, tensor_text(tensor_), released_by_));
+                                  pos, op, describe(tensor_), released_by_));
   std::memcpy(storage_.get(), &p, sizeof p);
   // The rest of the storage, as a kernel writing its output would.
   std::memset(storage_.get() + sizeof p, static_cast<int>(p.tensor.microbatch & 0xff),
@@ -64,7 +62,7 @@ Payload Buffer::read(int rank, int pos, const std::string& op) const {
   if (!storage_)
     throw HazardError("released_storage_access", rank, pos,
                       fmt::format("rank {} op {} ({}) reads the {} whose storage {} released", rank,
-                                  pos, op, tensor_text(tensor_), released_by_));
+                                  pos, op, describe(tensor_), released_by_));
   Payload p;
   std::memcpy(&p, storage_.get(), sizeof p);
   return p;

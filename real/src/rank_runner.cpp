@@ -168,17 +168,14 @@ void RankRunner::run_compute(int pos, const Op& op) {
     Live* l = live_of_tensor(recv_of_, tensor);
     if (l == nullptr) {
       hazard("missing_receive", pos,
-             fmt::format("needs the {} of {}F{} from another rank but no receive brought it",
-                         tensor.backward ? "gradient" : "activation", tensor.producer,
-                         tensor.microbatch));
+             fmt::format("needs the {} from another rank but no receive brought it",
+                         describe(tensor)));
       return;
     }
     if (!l->request->waited) {  // its bytes may not be there yet: not read
       hazard("read_before_wait", pos,
-             fmt::format("reads the {} of {}F{} while its receive (request #{}) has not been "
-                         "waited",
-                         tensor.backward ? "gradient" : "activation", tensor.producer,
-                         tensor.microbatch, l->request->op.request));
+             fmt::format("reads the {} while its receive (request #{}) has not been waited",
+                         describe(tensor), l->request->op.request));
       return;
     }
     inputs.push_back(l->request->buffer.get());

@@ -27,6 +27,9 @@ class HazardError : public std::runtime_error {
   int rank_, pos_;
 };
 
+// "activation of stage 2 microbatch 1", for messages.
+std::string describe(const schedules::TensorId& tensor);
+
 // Live and peak bytes of one rank. Modelled bytes are what the memory model says a buffer holds;
 // each allocation really takes ceil(modelled * scale) bytes (at least kMinReal), so that a 1 GiB
 // activation can be stood for by 1 MiB on a laptop while the accounting stays exact. Used only
