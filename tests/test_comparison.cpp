@@ -250,3 +250,43 @@ TEST_CASE("calibrated without a trace keeps the model", "[comparison]") {
   record::RunRecord measured;
   CHECK(real::calibrated(model, measured).costs.stages[0].forward == 3);
 }
+
+TEST_CASE(
+    "memory peaks follow program order unless an async send frees its buffer when its "
+    "transfer ends",
+    "[comparison]") {
+  auto program = [](bool async_send_b, bool async_send_f) {
+    auto p = std::make_shared<schedules::Program>(
+        1, schedules::make_placement(schedules::PlacementKind::loop, 2, 1));
+    p->push(0, Op::compute(OpKind::F, 0, 0));
+    p->push(0, Op::comm(OpKind::SEND_F, 0, 0, async_send_f ? 0 : -1));
+    p->push(1, Op::compute(OpKind::B, 1, 0));
+    p->push(1, Op::comm(OpKind::SEND_B, 1, 0, async_send_b ? 0 : -1));
+    return p;
+  };
+  auto record_of = [](std::shared_ptr<const schedules::Program> p) {
+    record::RunRecord a;
+    a.program = std::move(p);
+    return a;
+  };
+  config::Model model;
+  model.network.boundary_bytes = 100;
+  CHECK(real::memory_follows_program_order(record_of(program(false, false)), model));
+  CHECK(real::memory_follows_program_order(record_of(program(false, true)), model));
+  CHECK_FALSE(real::memory_follows_program_order(record_of(program(true, false)), model));
+  SECTION("an async forward send counts only when outputs are deallocated after it") {
+    model.memory.deallocate_outputs = true;
+    CHECK_FALSE(real::memory_follows_program_order(record_of(program(false, true)), model));
+  }
+  SECTION("eager sends complete when posted") {
+    model.network.eager_limit = 100;
+    CHECK(real::memory_follows_program_order(record_of(program(true, false)), model));
+    model.network.eager_limit = 99;
+    CHECK_FALSE(real::memory_follows_program_order(record_of(program(true, false)), model));
+  }
+  SECTION("a program with diagnostics") {
+    record::RunRecord a = record_of(program(false, false));
+    a.diagnostics.push_back({});
+    CHECK_FALSE(real::memory_follows_program_order(a, model));
+  }
+}

@@ -144,6 +144,20 @@ Comparison compare(const record::RunRecord& predicted, const record::RunRecord& 
   return c;
 }
 
+bool memory_follows_program_order(const record::RunRecord& predicted, const config::Model& model) {
+  if (!predicted.diagnostics.empty() || !predicted.program) return false;
+  const auto& p = *predicted.program;
+  const auto& net = model.network;
+  const bool eager = net.eager_limit > 0 && net.boundary_bytes <= net.eager_limit;
+  if (eager) return true;
+  for (int r = 0; r < p.ranks(); ++r)
+    for (const auto& op : p.ops(r))
+      if (op.async && (op.kind == schedules::OpKind::SEND_B ||
+                       (op.kind == schedules::OpKind::SEND_F && model.memory.deallocate_outputs)))
+        return false;
+  return true;
+}
+
 config::Model calibrated(const config::Model& model, const record::RunRecord& measured) {
   config::Model out = model;
   if (!measured.trace || !measured.program) return out;

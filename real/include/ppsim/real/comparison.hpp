@@ -32,6 +32,12 @@ struct Comparison {
 // Both records must come from the same Program; both need traces for the start-time errors.
 Comparison compare(const record::RunRecord& predicted, const record::RunRecord& measured);
 
+// Whether peak memory is fixed by program order alone, and so equal whatever the durations (at
+// time scale 0 too): no asynchronous send frees its buffer when its transfer ends (a moment the
+// peer decides), and no diagnostic makes the executor keep or free a buffer otherwise than the
+// simulator. Peak in-flight always is.
+bool memory_follows_program_order(const record::RunRecord& predicted, const config::Model& model);
+
 // The model with each stage's costs replaced by the median measured duration of that op kind on
 // that stage (kinds not measured keep the model's cost).
 config::Model calibrated(const config::Model& model, const record::RunRecord& measured);
