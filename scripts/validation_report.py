@@ -25,6 +25,14 @@ def case(path):
     unit = c["time_unit"]
     meets = abs(c["makespan_error"]) <= TARGET
     agrees = c["verdicts_agree"] and c["peaks_agree"] and j["outcome"] == "finished"
+    diffs = [
+        f"rank {r['rank']}: in-flight {r['predicted_peak_inflight']} vs "
+        f"{r['measured_peak_inflight']}, memory {r['predicted_peak_memory_bytes']} vs "
+        f"{r['measured_peak_memory_bytes']} B"
+        for r in c["ranks"]
+        if r["predicted_peak_inflight"] != r["measured_peak_inflight"]
+        or r["predicted_peak_memory_bytes"] != r["measured_peak_memory_bytes"]
+    ]
     lines = [
         f"### {p['schedule']} (`{j['config']}`, {p['name']}: P={p['ranks']}, "
         f"V={p['chunks']}, M={p['microbatches']}, {p['comm_style']}/{p['matching']})",
@@ -39,7 +47,7 @@ def case(path):
         f"{fmt(c['measured_bubble_fraction'])} | "
         f"{c['measured_bubble_fraction'] - c['predicted_bubble_fraction']:+.4f} |",
         f"| per-rank peak in-flight and peak memory equal | | | "
-        f"{'yes' if c['peaks_agree'] else 'NO'} |",
+        f"{'yes' if c['peaks_agree'] else 'NO (predicted vs measured: ' + '; '.join(diffs) + ')'} |",
         f"| op start-time error ({unit}, {c['ops_compared']} ops) | | | "
         f"median {fmt(c['start_error']['median'])}, p95 {fmt(c['start_error']['p95'])}, "
         f"max {fmt(c['start_error']['max'])} |",
