@@ -96,6 +96,13 @@ def main():
         "defined in [METRICS.md](METRICS.md); how the executor measures them in "
         "[EXECUTOR.md](EXECUTOR.md).",
         "",
+        "The figures are from one invocation. Emulated ops hold their rank by sleeping, then "
+        "spinning; on a machine whose load average exceeds its CPU count they overrun and the "
+        "makespan error grows, and where asynchronous sends free their buffers when their "
+        "transfers end, a transfer that ends at another moment than predicted can move a rank's "
+        "peak memory by one buffer. Run it again on a quiet machine before reading much into one "
+        "failed case.",
+        "",
         "| schedule | makespan error | within 5% | agrees with the simulator |",
         "|---|---|---|---|",
     ]
