@@ -8,17 +8,17 @@
 namespace ppsim::real {
 
 struct Settings {
-  std::string backend = "host";     // a TransportRegistry name
-  std::string compute = "emulated"; // a ComputeRegistry name
-  double time_scale = 1e-3;         // seconds of wall clock per time unit; 0: no delays
-  double memory_scale = 0;          // real bytes per modelled byte in (0, 1]; 0: chosen (see docs)
-  int iterations = 1;               // measured runs (the median one is reported)
-  int warmup = 0;                   // runs before them, not reported
-  double hang_timeout = 2.0;        // seconds with every unfinished rank blocked and nothing moving
+  std::string backend = "host";      // a TransportRegistry name
+  std::string compute = "emulated";  // a ComputeRegistry name
+  double time_scale = 1e-3;          // seconds of wall clock per time unit; 0: no delays
+  double memory_scale = 0;           // real bytes per modelled byte in (0, 1]; 0: chosen (see docs)
+  int iterations = 1;                // measured runs (the median one is reported)
+  int warmup = 0;                    // runs before them, not reported
+  double hang_timeout = 2.0;  // seconds with every unfinished rank blocked and nothing moving
 };
 
 // Bounds of the settings (each one an error naming the key or option beyond it).
-inline constexpr double kMaxTimeScale = 10.0;       // seconds of wall clock per time unit
+inline constexpr double kMaxTimeScale = 10.0;  // seconds of wall clock per time unit
 inline constexpr int kMaxIterations = 1000;
 inline constexpr int kMaxWarmup = 100;
 inline constexpr double kMaxHangTimeout = 86400.0;  // seconds
@@ -27,7 +27,8 @@ inline constexpr double kMaxHangTimeout = 86400.0;  // seconds
 // config that may hold one: until then load_config rejects the key `real` as unknown.
 void register_settings_section();
 
-// The `real` section of `config` (defaults where absent). Throws config::ConfigError naming the key.
+// The `real` section of `config` (defaults where absent). Throws config::ConfigError naming the
+// key.
 Settings settings_of(const config::Config& config);
 
 // "1ms", "250us", "0.5s", "0" -> seconds; throws std::invalid_argument saying what is expected.
