@@ -3,11 +3,13 @@
 // 0 ok, 1 a schedule is wrong, 2 bad input, usage or an output that could not be written. Failures
 // of stdout itself are found by main (StandardOutput), which then exits 2.
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "ppsim/config/resources.hpp"
+#include "ppsim/config/sweep.hpp"
 
 namespace ppsim::cli {
 
@@ -30,13 +32,30 @@ struct SweepOptions {
   std::vector<std::string> schedules, microbatches, chunks;
 };
 
-int cmd_run(const std::string& config, bool json, const std::string& trace_file,
-            const CommonOptions& common);
+// What `ppsim run` writes besides its summary.
+struct RunOutputs {
+  bool json = false;       // --json: one JSON object instead of the summary
+  std::string trace_file;  // --trace: Chrome trace
+  std::string svg_file;    // --svg: SVG timeline
+  bool timeline = false;   // --timeline: terminal timeline after the summary
+  bool no_color = false;   // --no-color
+};
+
+int cmd_run(const std::string& config, const RunOutputs& outputs, const CommonOptions& common);
 int cmd_compare(const std::vector<std::string>& configs, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common);
 int cmd_check(const std::vector<std::string>& configs, bool json, const CommonOptions& common);
 int cmd_list();
 int cmd_export(const std::string& config, const CommonOptions& common);
+// `ppsim report`: one self-contained HTML file (cli/report.cpp).
+int cmd_report(const std::vector<std::string>& configs, const std::string& output,
+               const std::string& title, const SweepOptions& sweep, const CommonOptions& common);
+
+// For subcommands in other files: the sweep axes as checked by `compare` (UsageError naming the
+// option), and the error handling of every subcommand (bad input and output errors: a message
+// naming `source` on stderr, exit 2).
+config::SweepAxes sweep_axes(const SweepOptions& sweep);
+int run_guarded(const std::string& source, const std::function<int()>& body);
 
 // A comma-separated list option split into its elements; throws UsageError naming `option` for an
 // empty element. parse_positive_list also requires integers in 1..2^31-1.
