@@ -1,0 +1,57 @@
+// `ppsim report CONFIG... -o FILE`: the configs (or a sweep over each) simulated with their
+// timelines recorded, written as one self-contained HTML page (viz/html_report.hpp).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "output_file.hpp"
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/sim/analysis.hpp"
+#include "ppsim/viz/html_report.hpp"
+#include "progress.hpp"
+
+namespace ppsim::cli {
+
+int cmd_report(const std::vector<std::string>& paths, const std::string& output,
+               const std::string& title, const SweepOptions& sweep, const CommonOptions& common) {
+  return run_guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
+    if (output.empty()) throw UsageError("-o: the file name is empty");
+    const config::SweepAxes axes = sweep_axes(sweep);
+    // Every config is read before the output is opened or anything runs: a bad file fails fast
+    // and leaves no file behind.
+    std::vector<config::Config> configs;
+    for (const auto& path : paths) {
+      config::Config base = config::load_config(path, common.overrides);
+      if (!config::sweep_requested(axes)) {
+        configs.push_back(std::move(base));
+        continue;
+      }
+      for (auto& one : config::sweep(base, axes)) configs.push_back(std::move(one));
+    }
+    OutputFile out(output);
+    std::vector<record::RunRecord> runs;
+    runs.reserve(configs.size());
+    Progress progress("simulating", configs.size());
+    for (const auto& cfg : configs) {
+      progress.update(runs.size(), cfg.name);
+      runs.push_back(sim::analyze(cfg, {.trace = true, .max_memory = common.max_memory}));
+    }
+    progress.phase("writing the report", 1);
+    viz::HtmlReportOptions options;
+    if (!title.empty()) options.title = title;
+    viz::write_html_report(out.stream(), runs, options);
+    out.commit();
+    progress.finish();
+    int code = kOk;
+    for (const auto& run : runs) {
+      std::cout << fmt::format("{:<7} {}\n", run.ok() ? "ok" : "FAIL", run.info.name);
+      if (!run.ok()) code = kWrong;
+    }
+    std::cout << fmt::format("wrote {} ({} run{}, Chart.js {})\n", output, runs.size(),
+                             runs.size() == 1 ? "" : "s", viz::chart_js_version());
+    return code;
+  });
+}
+
+}  // namespace ppsim::cli
