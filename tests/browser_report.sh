@@ -29,10 +29,11 @@ chromium_run() {
     --enable-logging=stderr --v=0 "$@"
 }
 
-# check PAGE TIMELINES RANK_ROWS CHARTS: dump the DOM after the scripts ran and count.
+# check PAGE TIMELINES RANK_ROWS CHARTS: dump the DOM after the scripts ran and count. The page's
+# #selftest hovers the first timeline box and sorts the table by makespan (left in $work/dom.html).
 check() {
   local page=$1 timelines=$2 rows=$3 charts=$4 dom=$work/dom.html log=$work/console.log
-  chromium_run --dump-dom "file://$page" >"$dom" 2>"$log" || fail "$page: chromium exited $?"
+  chromium_run --dump-dom "file://$page#selftest" >"$dom" 2>"$log" || fail "$page: chromium exited $?"
   # Console messages: the page logs nothing when all is well; CSP refusals and exceptions land here.
   if grep -E 'CONSOLE|Uncaught|Refused to' "$log"; then fail "$page: console messages above"; fi
   grep -q '<body[^>]* data-ready="yes"' "$dom" || fail "$page: the page script did not finish"
@@ -55,6 +56,11 @@ code=0
 [ "$code" -eq 1 ] || fail "report with a deadlocking config exited $code, expected 1"
 check "$work/report.html" 4 16 4
 grep -q '<div class="deadlock">' "$work/report.html" || fail "no deadlock explanation"
+# Hovering the first box of the first timeline (GPipe, rank 0) shows its op; sorting by makespan
+# puts the deadlocked run (6 ms, it hung early) first, then interleaved, GPipe, 1F1B.
+grep -q 'data-hover="rank 0: 0F0"' "$work/dom.html" || fail "hover: $(grep -o 'data-hover="[^"]*"' "$work/dom.html")"
+grep -q 'data-sorted="row-3 row-2 row-0 row-1"' "$work/dom.html" ||
+  fail "sort by makespan: $(grep -o 'data-sorted="[^"]*"' "$work/dom.html")"
 
 # A sweep: 2 schedules x 3 microbatch counts, 6 memory charts and the bubble chart.
 "$PPSIM" report "$SRC/configs/gpipe.json" --schedules gpipe,1f1b --microbatches 4,8,16 \

@@ -372,17 +372,21 @@ constexpr std::string_view kScript = R"js(
         rows.forEach(function (row) { table.tBodies[0].appendChild(row); });
       });
     });
-    // Hover details of timeline boxes: the SVG's <title> of the element under the pointer.
+    // Hover details of timeline boxes: the <title> of the element under the pointer (or of a
+    // group around it), moved into data-tip on first use so the browser's own tooltip does not
+    // show it a second time.
     var tip = document.getElementById('tooltip');
+    function tip_of(el) {
+      var t = el.querySelector ? el.querySelector(':scope > title') : null;
+      if (t) { el.setAttribute('data-tip', t.textContent); t.remove(); }
+      return el.getAttribute ? el.getAttribute('data-tip') : null;
+    }
     document.querySelectorAll('.timeline svg').forEach(function (svg) {
       svg.addEventListener('mousemove', function (e) {
-        var el = e.target, title = null;
-        while (el && el !== svg && !title) {
-          title = el.querySelector ? el.querySelector(':scope > title') : null;
-          el = el.parentNode;
-        }
-        if (!title) { tip.hidden = true; return; }
-        tip.textContent = title.textContent;
+        var el = e.target, text = null;
+        for (; el && el !== svg && !text; el = el.parentNode) text = tip_of(el);
+        if (!text) { tip.hidden = true; return; }
+        tip.textContent = text;
         tip.hidden = false;
         tip.style.left = (e.clientX + 12) + 'px';
         tip.style.top = (e.clientY + 12) + 'px';
@@ -447,6 +451,21 @@ constexpr std::string_view kScript = R"js(
       ++charts;
     }
     body.dataset.charts = charts;
+    // page.html#selftest (the browser test): hover the first box and sort by makespan, and say
+    // what came of it.
+    if (location.hash === '#selftest') {
+      var box = document.querySelector('.timeline svg rect.op');
+      if (box) {
+        var at = box.getBoundingClientRect();
+        box.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, clientX: at.left + 1,
+                                                        clientY: at.top + 1 }));
+        body.dataset.hover = tip.hidden ? '' : tip.textContent.split('\n')[0];
+      }
+      table.tHead.rows[0].cells[8].click();
+      body.dataset.sorted = Array.prototype.map.call(table.tBodies[0].rows, function (r) {
+        return r.id;
+      }).join(' ');
+    }
     body.dataset.ready = 'yes';
   } catch (e) {
     fail(e && e.stack ? e.stack : e);
