@@ -3,8 +3,15 @@
 // closed form, escaped names, the deadlock in words, and the origin of each run.
 #include <fmt/format.h>
 
+#include <sys/wait.h>
 #include <catch2/catch.hpp>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -243,4 +250,61 @@ TEST_CASE("html report: a run without a trace is listed, not drawn", "[html_repo
   CHECK(count(html, "Not run: the program is invalid.") == 1);
   CHECK(html.find("data-runs=\"2\" data-timelines=\"1\" data-expected-charts=\"1\"") !=
         std::string::npos);
+}
+
+namespace {
+
+// `ppsim ARGS` with stderr folded into the returned output; the exit code in `code`.
+std::string ppsim_cli(const std::string& args, int& code) {
+  FILE* pipe = ::popen((std::string(PPSIM_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ppsim report: exit 1 with the page written when a schedule deadlocks; exit 2 naming "
+    "a bad config, with no page and no temporary left",
+    "[html_report][cli]") {
+  char tmpl[] = "/tmp/ppsim-report-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::filesystem::path dir = tmpl;
+  const std::string configs = std::string(PPSIM_SOURCE_DIR) + "/configs/";
+  const auto page = dir / "report.html";
+  int code = -1;
+
+  std::string out = ppsim_cli("report " + configs + "gpipe.json " + configs +
+                                  "1f1b-blocking-deadlock.json -o " + page.string(),
+                              code);
+  CHECK(code == 1);
+  CHECK_THAT(out, Catch::Contains("FAIL    1f1b-all-blocking (deadlocks)"));
+  const std::string html = slurp(page);
+  CHECK(html.ends_with("</html>\n"));
+  CHECK(count(html, "<tr id=\"row-") == 2);
+  CHECK(count(html, "<div class=\"deadlock\">") == 1);
+
+  const auto bad = dir / "bad.json";
+  std::ofstream(bad) << R"({"schedule": {"kind": "gpipe", "ranks": 0, "microbatches": 4}})";
+  out =
+      ppsim_cli("report " + configs + "gpipe.json " + bad.string() + " -o " + page.string(), code);
+  CHECK(code == 2);
+  CHECK_THAT(out, Catch::Contains(bad.string() + ": key 'schedule.ranks'"));
+  CHECK(slurp(page) == html);  // the earlier page stays as it was
+  out = ppsim_cli("report " + bad.string() + " -o " + (dir / "new.html").string(), code);
+  CHECK(code == 2);
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  CHECK(files == 2);  // report.html and bad.json: no new.html, no .ppsim-XXXXXX
+  std::filesystem::remove_all(dir);
 }
