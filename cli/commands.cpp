@@ -237,16 +237,23 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common) {
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     const config::SweepAxes axes = sweep_axes(sweep);
-    std::vector<record::RunRecord> runs;
+    // All points first, so the progress line knows how many there are.
+    std::vector<config::Config> points;
     for (const auto& path : paths) {
-      const config::Config base = config::load_config(path, common.overrides);
+      config::Config base = config::load_config(path, common.overrides);
       if (!config::sweep_requested(axes)) {
-        runs.push_back(sim::analyze(base, {.max_memory = common.max_memory}));
+        points.push_back(std::move(base));
         continue;
       }
-      for (const auto& one : config::sweep(base, axes))
-        runs.push_back(sim::analyze(one, {.max_memory = common.max_memory}));
+      for (auto& one : config::sweep(base, axes)) points.push_back(std::move(one));
     }
+    std::vector<record::RunRecord> runs;
+    Progress progress("simulating", points.size());
+    for (const auto& one : points) {
+      progress.update(runs.size(), one.name);
+      runs.push_back(sim::analyze(one, {.max_memory = common.max_memory}));
+    }
+    progress.finish();
     if (json) {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& a : runs) arr.push_back(viz::to_json(a));
