@@ -201,7 +201,9 @@ TEST_CASE("html report: memory series peak at each rank's peak memory (static + 
         prev_x = p["x"].get<double>();
       }
       INFO("rank " << r << ", limit " << limit);
-      CHECK(peak * (1 << 30) == Approx(run.metrics->per_rank[r].peak_memory_bytes));
+      // The page keeps 1/10000 GiB (see memory_series): within half of that.
+      CHECK(peak ==
+            Approx(run.metrics->per_rank[r].peak_memory_bytes / double(1 << 30)).margin(0.5e-4));
       if (limit == 8) CHECK(memory["ranks"][r].size() <= 8);
     }
   }
