@@ -327,3 +327,26 @@ TEST_CASE("svg timeline: 32 ranks x 256 microbatches merge into a small file", "
     CHECK(ext.second == Approx(x0 + last * scale).margin(0.6));  // a merged run may be 0.5 px
   }
 }
+
+TEST_CASE("svg timeline: sub-pixel boxes merge into runs that cover every op once", "[svg]") {
+  // 8 x 256 GPipe at 320 px: a forward is about 0.3 px wide, so the rows are merged runs.
+  const auto rec = simulate("gpipe", 8, 256);
+  const Svg wide = parse(draw(rec, {.width = 8000, .interactive = false, .id_prefix = ""}));
+  const Svg narrow = parse(draw(rec, {.width = 320, .interactive = false, .id_prefix = ""}));
+  CHECK(wide.all("rect", "merged").empty());
+  CHECK(wide.all("rect", "op").size() == compute_spans(*rec.trace));
+  const auto merged = narrow.all("rect", "merged");
+  REQUIRE(!merged.empty());
+  std::size_t covered = narrow.all("rect", "op").size();
+  for (const auto* m : merged) {
+    CHECK(std::stoul(m->attr("data-n")) >= 2);
+    covered += std::stoul(m->attr("data-n"));
+  }
+  CHECK(covered == compute_spans(*rec.trace));
+  CHECK(narrow.all("rect", "op").size() + merged.size() < compute_spans(*rec.trace) / 4);
+  // A run's colour is its dominant kind: GPipe's rows are one run of F, then one of B (the
+  // backward is twice as long, so the middle run, if the two touch, is green).
+  std::set<std::string> fills;
+  for (const auto* m : merged) fills.insert(m->attr("fill"));
+  CHECK(fills.count(viz::kind_color(schedules::OpKind::B)) == 1);
+}

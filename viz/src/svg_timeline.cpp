@@ -124,7 +124,7 @@ class Drawer {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"ppsim-timeline\" id=\"{}timeline\" "
         "width=\"{}\" height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" font-family=\"sans-serif\" "
         "font-size=\"12\" data-origin=\"{}\" data-ranks=\"{}\" data-x0=\"{:.4f}\" "
-        "data-px-per-unit=\"{:.6g}\" data-time-end=\"{:.6g}\" data-time-unit=\"{}\">\n",
+        "data-px-per-unit=\"{:.10g}\" data-time-end=\"{:.10g}\" data-time-unit=\"{}\">\n",
         prefix_, width_, height_, width_, height_, xml_escape(trace_.origin), ranks_, lay_.x0,
         lay_.scale, t_end_, xml_escape(trace_.time_unit));
     defs();
@@ -406,7 +406,10 @@ class Drawer {
     fmt::print(out_,
                "<rect class=\"op\" x=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"", x0,
                w, lay_.row_h, hex(fill));
-    if (in_cycle) fmt::print(out_, " stroke=\"{}\" stroke-width=\"2\"", kStuckColor);
+    if (in_cycle)
+      fmt::print(out_, " stroke=\"{}\" stroke-width=\"2\"", kStuckColor);
+    else if (w >= 4)  // a hairline between neighbours of one colour; narrower boxes would vanish
+      out_ << " stroke=\"#ffffff\" stroke-width=\"0.5\"";
     if (opt_.interactive) {
       const std::string text = xml_escape(program_.op_text(s.rank, op));
       const std::string wait = xml_escape(wait_text);

@@ -150,31 +150,60 @@ std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimeli
     out += line + "|\n";
   }
 
-  // Axis: ticks under the bar, labels under the ticks where they fit.
-  std::string ticks(static_cast<std::size_t>(ncols), '-');
-  std::string labels(static_cast<std::size_t>(ncols) + 12, ' ');
+  // Axis: a tick at each column boundary b = t / dt (b = 0 under the opening '|', b = ncols under
+  // the closing one), labels under the ticks where they fit, then the unit if the line has room.
+  const std::size_t n = static_cast<std::size_t>(ncols) + 1;
+  std::string ticks(n, '-');
+  ticks.front() = ticks.back() = '+';
+  std::string labels(n, ' ');
   const double step = nice_step(t_end, std::max(2, ncols / 12));
-  int next_free = 0;
+  std::size_t next_free = 0;
   for (int k = 0;; ++k) {
     const double t = k * step;
     if (t > t_end * (1 + 1e-9)) break;
-    const int c = std::min(ncols - 1, static_cast<int>(std::lround(t / dt)));
-    ticks[static_cast<std::size_t>(c)] = '+';
+    const auto b = static_cast<std::size_t>(std::min<long>(ncols, std::lround(t / dt)));
+    ticks[b] = '+';
     const std::string text = fmt::format("{:g}", t);
-    if (c >= next_free && c + static_cast<int>(text.size()) <= ncols + 10) {
-      labels.replace(static_cast<std::size_t>(c), text.size(), text);
-      next_free = c + static_cast<int>(text.size()) + 1;
+    if (b >= next_free && b + text.size() <= n) {
+      labels.replace(b, text.size(), text);
+      next_free = b + text.size() + 1;
     }
   }
   while (!labels.empty() && labels.back() == ' ') labels.pop_back();
-  out += std::string(static_cast<std::size_t>(label_w), ' ') + "+" + ticks + "+\n";
-  out += std::string(static_cast<std::size_t>(label_w) + 1, ' ') + labels + "  (" +
-         trace.time_unit + ")\n";
-  std::string legend = "F/B/I/W forward/backward/input-grad/weight-grad, X F&B overlapped";
-  if (program.chunks() > 1) legend += ", lower case: chunk >= 1";
-  legend += ", - blocked in comm, . idle";
-  if (deadlocked) legend += ", ! blocked for good";
-  out += std::string(static_cast<std::size_t>(label_w) + 1, ' ') + legend + "\n";
+  const std::string unit = " " + trace.time_unit;
+  if (static_cast<int>(label_w + labels.size() + unit.size()) <= opt.width) labels += unit;
+  const std::string indent(static_cast<std::size_t>(label_w), ' ');
+  out += indent + ticks + "\n";
+  out += indent + labels + "\n";
+  // The legend, only for the kinds that occur, wrapped to the width.
+  std::array<bool, kCats> seen{};
+  for (const auto& s : trace.spans)
+    if (s.kind == record::SpanKind::compute && s.rank >= 0 && s.rank < P) {
+      const auto& op = program.ops(s.rank)[static_cast<std::size_t>(s.pos)];
+      seen[static_cast<std::size_t>(kind_index(op.kind))] = true;
+    }
+  std::vector<std::string> items;
+  constexpr std::array<std::string_view, kKinds> kNames = {"forward", "backward", "input-grad",
+                                                           "weight-grad", "F&B overlapped"};
+  for (int k = 0; k < kKinds; ++k)
+    if (seen[static_cast<std::size_t>(k)])
+      items.push_back(fmt::format("{} {}", kChars[static_cast<std::size_t>(k)],
+                                  kNames[static_cast<std::size_t>(k)]));
+  if (program.chunks() > 1) items.push_back("lower case: chunk >= 1");
+  items.push_back("- blocked in comm");
+  items.push_back(". idle");
+  if (deadlocked) items.push_back("! blocked for good");
+  std::string line = indent;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const std::string item = items[k] + (k + 1 < items.size() ? "," : "");
+    if (line.size() > indent.size() &&
+        static_cast<int>(line.size() + 1 + item.size()) > opt.width) {
+      out += line + "\n";
+      line = indent;
+    }
+    line += (line.size() > indent.size() ? " " : "") + item;
+  }
+  out += line + "\n";
   if (rec.deadlock) out += rec.deadlock->describe() + "\n";
   return out;
 }
