@@ -25,8 +25,8 @@ trap 'rm -rf "$profile"' EXIT
 # The deadlocking config makes `report` exit 1 (a schedule is wrong); the page is still written.
 "$PPSIM" report configs/{gpipe,1f1b,interleaved-1f1b,1f1b-blocking-deadlock}.json \
   --title "ppsim report: bundled configs" -o "$pages/report.html" || [ $? -eq 1 ]
-"$PPSIM" report configs/gpipe.json --schedules gpipe,1f1b --microbatches 4,8,16,32 \
-  --title "ppsim report: GPipe and 1F1B, P=4, M=4..32" -o "$pages/sweep.html"
+"$PPSIM" report configs/1f1b.json --schedules gpipe,1f1b --microbatches 8,16,32,64 \
+  --title "ppsim report: GPipe and 1F1B, P=4, M=8..64" -o "$pages/sweep.html"
 shot() {  # PAGE PNG HEIGHT
   timeout 60 "$browser" --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
     --host-resolver-rules="MAP * ~NOTFOUND" --user-data-dir="$profile" \
