@@ -171,7 +171,8 @@ std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimeli
   }
   while (!labels.empty() && labels.back() == ' ') labels.pop_back();
   const std::string unit = " " + trace.time_unit;
-  if (static_cast<int>(label_w + labels.size() + unit.size()) <= opt.width) labels += unit;
+  const bool unit_on_axis = static_cast<int>(label_w + labels.size() + unit.size()) <= opt.width;
+  if (unit_on_axis) labels += unit;
   const std::string indent(static_cast<std::size_t>(label_w), ' ');
   out += indent + ticks + "\n";
   out += indent + labels + "\n";
@@ -183,6 +184,7 @@ std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimeli
       seen[static_cast<std::size_t>(kind_index(op.kind))] = true;
     }
   std::vector<std::string> items;
+  if (!unit_on_axis) items.push_back("time in " + trace.time_unit);
   constexpr std::array<std::string_view, kKinds> kNames = {"forward", "backward", "input-grad",
                                                            "weight-grad", "F&B overlapped"};
   for (int k = 0; k < kKinds; ++k)
