@@ -188,8 +188,9 @@ std::string deadlock_html(const record::RunRecord& run) {
     out += fmt::format("<li class=\"unmatched\">Unmatched: {}, but rank {} has finished.</li>\n",
                        op(b), b.peer);
   for (const auto& b : d.blocked)
-    out += fmt::format("<li class=\"blocked\">Stuck behind the cycle: {}, needing rank {}.</li>\n",
-                       op(b), b.peer);
+    out += fmt::format(
+        "<li class=\"blocked\">Waiting on a stuck rank: {}, which needs rank {}.</li>\n", op(b),
+        b.peer);
   out += "</ul>\n<pre class=\"describe\">" + escape(d.describe()) + "</pre></div>\n";
   return out;
 }
