@@ -183,6 +183,27 @@ TEST_CASE("html report: a deadlock is drawn up to the hang and its cycle explain
   CHECK(page_data(html)["time_end"].get<double>() == Approx(hang));
 }
 
+TEST_CASE("html report: a hang without a cycle names the unmatched op and who waits on it",
+          "[html_report]") {
+  auto run = simulate("hang", "1f1b", 4, 8, "blocking");
+  REQUIRE(run.deadlock);
+  // As the executor's watchdog may report it: no cycle, one op waiting on a finished rank, one
+  // rank waiting on that one (op texts as a measured record could carry them, escaped on the page).
+  run.deadlock->cycles.clear();
+  run.deadlock->cycles_total = 0;
+  run.deadlock->unmatched = {{3, 7, "3RECV_F<7>", 2, ""}};
+  run.deadlock->blocked = {{2, 5, "2WAIT", 3, "2SEND_F&1"}};
+  const std::string html = report({run});
+  require_balanced(html);
+  CHECK(html.find("Hang: ranks wait on ranks that have finished.") != std::string::npos);
+  CHECK(count(html, "<li class=\"cycle\">") == 0);
+  CHECK(html.find("<li class=\"unmatched\">Unmatched: rank 3 is blocked in <code>3RECV_F&lt;7&gt;"
+                  "</code>, but rank 2 has finished.</li>") != std::string::npos);
+  CHECK(html.find("<li class=\"blocked\">Waiting on a stuck rank: rank 2 is blocked in "
+                  "<code>2WAIT</code> (waiting for <code>2SEND_F&amp;1</code>), which needs rank "
+                  "3.</li>") != std::string::npos);
+}
+
 TEST_CASE("html report: memory series peak at each rank's peak memory (static + dynamic)",
           "[html_report]") {
   const auto run = simulate("gpipe", "gpipe", 4, 8);
