@@ -154,7 +154,7 @@ TEST_CASE("html report: names are escaped in markup and in the chart data", "[ht
   require_balanced(html);
   CHECK(html.find(name) == std::string::npos);
   CHECK(html.find("<b>") == std::string::npos);
-  CHECK(html.find("x&lt;&amp;&quot;&#39;y&lt;/script&gt;&lt;b&gt;") != std::string::npos);
+  CHECK(html.find("x&lt;&amp;&quot;&apos;y&lt;/script&gt;&lt;b&gt;") != std::string::npos);
   CHECK(count(html, "</script>") == 3);
   // The data block still carries the name intact for the chart titles.
   const json data = page_data(html);

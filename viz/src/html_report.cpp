@@ -11,6 +11,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "escape.hpp"
+#include "human_bytes.hpp"
 #include "ppsim/viz/palette.hpp"
 #include "ppsim/viz/svg_timeline.hpp"
 
@@ -28,32 +30,8 @@ std::string chart_js_version() {
 
 namespace {
 
-std::string escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+using detail::human_bytes;
+using detail::xml_escape;
 
 // JSON for a <script type="application/json"> element: '<' only occurs inside strings, and
 // escaped there it cannot close the element ("</script>") or open a comment.
@@ -70,17 +48,6 @@ std::string script_json(const nlohmann::json& j) {
   return out;
 }
 
-std::string human_bytes(std::int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
-}
-
 // Where a recorded run stops on its time axis: the last op end or the moment it hung.
 double run_end(const record::RunRecord& run) {
   double end = run.metrics ? run.metrics->makespan : 0.0;
@@ -95,7 +62,7 @@ std::string origin_of(const record::RunRecord& run) {
 
 // A table cell: shown text, and the value that sorting reads.
 std::string cell(const std::string& text, const std::string& sort_key, const char* cls = "") {
-  return fmt::format("<td class=\"{}\" data-v=\"{}\">{}</td>", cls, escape(sort_key), text);
+  return fmt::format("<td class=\"{}\" data-v=\"{}\">{}</td>", cls, xml_escape(sort_key), text);
 }
 
 std::string number_cell(double v, const std::string& text) {
@@ -118,40 +85,40 @@ std::string per_rank_cell(const record::RunMetrics& m, F&& value, bool bytes) {
       bytes ? human_bytes(static_cast<std::int64_t>(max)) : fmt::format("{}", max);
   if (parts.size() <= 8)
     return fmt::format("<td class=\"num per-rank\" data-v=\"{}\" title=\"max {}\">{}</td>", max,
-                       escape(max_text), escape(all));
+                       xml_escape(max_text), xml_escape(all));
   return fmt::format("<td class=\"num per-rank\" data-v=\"{}\" title=\"{}\">max {} ({} ranks)</td>",
-                     max, escape(all), escape(max_text), parts.size());
+                     max, xml_escape(all), xml_escape(max_text), parts.size());
 }
 
 std::string table_row(const record::RunRecord& run, std::size_t index) {
   const auto& p = *run.program;
   std::string row = fmt::format("<tr id=\"row-{}\">", index);
   row += number_cell(static_cast<double>(index + 1), fmt::format("{}", index + 1));
-  row += cell(fmt::format("<a href=\"#run-{}\">{}</a>", index, escape(run.info.name)),
+  row += cell(fmt::format("<a href=\"#run-{}\">{}</a>", index, xml_escape(run.info.name)),
               run.info.name, "name");
-  row += cell(escape(origin_of(run)), origin_of(run), "origin");
-  row += cell(escape(run.info.schedule), run.info.schedule);
-  row += cell(escape(run.info.comm_style + "/" + run.info.matching),
+  row += cell(xml_escape(origin_of(run)), origin_of(run), "origin");
+  row += cell(xml_escape(run.info.schedule), run.info.schedule);
+  row += cell(xml_escape(run.info.comm_style + "/" + run.info.matching),
               run.info.comm_style + "/" + run.info.matching);
   row += number_cell(p.ranks(), fmt::format("{}", p.ranks()));
   row += number_cell(p.chunks(), fmt::format("{}", p.chunks()));
   row += number_cell(p.microbatches(), fmt::format("{}", p.microbatches()));
   if (run.metrics) {
     const auto& m = *run.metrics;
-    row +=
-        number_cell(m.makespan, fmt::format("{:.3f} {}", m.makespan, escape(run.info.time_unit)));
+    row += number_cell(m.makespan,
+                       fmt::format("{:.3f} {}", m.makespan, xml_escape(run.info.time_unit)));
     row += number_cell(m.bubble_fraction, fmt::format("{:.4f}", m.bubble_fraction));
     row += number_cell(m.bubble_vs_ideal, fmt::format("{:.4f}", m.bubble_vs_ideal));
     row += per_rank_cell(
         m, [](const record::RankMetrics& r) { return r.peak_memory_bytes; }, true);
     row += per_rank_cell(
         m, [](const record::RankMetrics& r) { return r.peak_inflight; }, false);
-    row += number_cell(static_cast<double>(m.comm_bytes), escape(human_bytes(m.comm_bytes)));
+    row += number_cell(static_cast<double>(m.comm_bytes), xml_escape(human_bytes(m.comm_bytes)));
   } else {
     for (int i = 0; i < 6; ++i) row += cell("-", "", "num");
   }
   const std::string verdict = run.verdict().text();
-  row += cell(escape(verdict), verdict, run.ok() ? "verdict ok" : "verdict bad");
+  row += cell(xml_escape(verdict), verdict, run.ok() ? "verdict ok" : "verdict bad");
   return row + "</tr>\n";
 }
 
@@ -159,9 +126,9 @@ std::string table_row(const record::RunRecord& run, std::size_t index) {
 std::string deadlock_html(const record::RunRecord& run) {
   const auto& d = *run.deadlock;
   auto op = [](const record::BlockedOp& b) {
-    std::string s = fmt::format("rank {} is blocked in <code>{}</code>", b.rank, escape(b.op));
+    std::string s = fmt::format("rank {} is blocked in <code>{}</code>", b.rank, xml_escape(b.op));
     if (!b.waiting_for.empty())
-      s += fmt::format(" (waiting for <code>{}</code>)", escape(b.waiting_for));
+      s += fmt::format(" (waiting for <code>{}</code>)", xml_escape(b.waiting_for));
     return s;
   };
   std::string out = "<div class=\"deadlock\"><p><strong>";
@@ -191,7 +158,7 @@ std::string deadlock_html(const record::RunRecord& run) {
     out += fmt::format(
         "<li class=\"blocked\">Waiting on a stuck rank: {}, which needs rank {}.</li>\n", op(b),
         b.peer);
-  out += "</ul>\n<pre class=\"describe\">" + escape(d.describe()) + "</pre></div>\n";
+  out += "</ul>\n<pre class=\"describe\">" + xml_escape(d.describe()) + "</pre></div>\n";
   return out;
 }
 
@@ -507,14 +474,14 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
     runs_html << fmt::format(
         "<div class=\"run\" id=\"run-{}\" data-origin=\"{}\">\n<h3>{}<span class=\"origin "
         "{}\">{}</span><span class=\"verdict-tag{}\">{}</span></h3>\n",
-        i, escape(origin), escape(run.info.name), escape(origin), escape(origin),
-        run.ok() ? "" : " bad", escape(run.verdict().text()));
+        i, xml_escape(origin), xml_escape(run.info.name), xml_escape(origin), xml_escape(origin),
+        run.ok() ? "" : " bad", xml_escape(run.verdict().text()));
     if (run.deadlock) runs_html << deadlock_html(run);
     if (!run.trace) {
       runs_html << "<p class=\"invalid\">Not run: the program is invalid.</p>\n<ul>\n";
       for (const auto& d : run.diagnostics)
-        runs_html << fmt::format("<li><code>{}</code>: {}</li>\n", escape(d.kind),
-                                 escape(d.message));
+        runs_html << fmt::format("<li><code>{}</code>: {}</li>\n", xml_escape(d.kind),
+                                 xml_escape(d.message));
       runs_html << "</ul>\n</div>\n";
       continue;
     }
@@ -559,24 +526,25 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
          "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
          "<meta name=\"generator\" content=\"ppsim\">\n";
-  out << "<title>" << escape(options.title) << "</title>\n<style>" << kStyle << "</style>\n";
+  out << "<title>" << xml_escape(options.title) << "</title>\n<style>" << kStyle << "</style>\n";
   out << "</head>\n";
   out << fmt::format("<body data-runs=\"{}\" data-timelines=\"{}\" data-expected-charts=\"{}\">\n",
                      runs.size(), timelines, charts);
-  out << "<h1>" << escape(options.title) << "</h1>\n";
+  out << "<h1>" << xml_escape(options.title) << "</h1>\n";
   out << fmt::format(
       "<p class=\"meta\">{} run{}; times in {}{}. Charts drawn with Chart.js {} (MIT license, "
       "embedded: the page loads nothing from the network). Bubble = 1 - sum(busy) / (P * "
       "makespan); vs ideal = (makespan - max busy) / max busy (docs/METRICS.md).</p>\n",
-      runs.size(), runs.size() == 1 ? "" : "s", escape(unit.empty() ? "ms" : unit),
-      mixed_units ? " (units differ between runs: see each run)" : "", escape(chart_js_version()));
+      runs.size(), runs.size() == 1 ? "" : "s", xml_escape(unit.empty() ? "ms" : unit),
+      mixed_units ? " (units differ between runs: see each run)" : "",
+      xml_escape(chart_js_version()));
 
   out << "<h2 id=\"comparison\">Comparison</h2>\n<table id=\"runs\" class=\"sortable\">\n<thead>"
          "<tr>";
   for (const char* h : {"#", "config", "origin", "schedule", "comm", "P", "V", "M", "makespan",
                         "bubble", "bubble vs ideal", "peak memory per rank",
                         "peak in-flight per rank", "comm volume", "verdict"})
-    out << "<th scope=\"col\">" << escape(h) << "</th>";
+    out << "<th scope=\"col\">" << xml_escape(h) << "</th>";
   out << "</tr></thead>\n<tbody>\n";
   for (std::size_t i = 0; i < runs.size(); ++i) out << table_row(runs[i], i);
   out << "</tbody>\n</table>\n";
@@ -590,7 +558,7 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
   out << fmt::format(
       "<h2 id=\"timelines\">Timelines</h2>\n<p class=\"meta\">One shared time axis (0 to {:.3f} "
       "{}); hover a box for the op, its start, end and what it waited for.</p>\n",
-      time_end, escape(unit.empty() ? "ms" : unit));
+      time_end, xml_escape(unit.empty() ? "ms" : unit));
   out << runs_html.str();
   out << "<div id=\"tooltip\" hidden></div>\n";
   out << "<script id=\"ppsim-data\" type=\"application/json\">" << script_json(data)
