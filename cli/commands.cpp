@@ -171,10 +171,9 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     const bool want_trace = trace || svg || outputs.timeline;
     Progress progress("simulating", 0);
     ProgressObserver counter(progress);
-    const record::RunRecord a =
-        sim::analyze(cfg, {.trace = want_trace,
-                           .observer = want_trace ? &counter : nullptr,
-                           .max_memory = common.max_memory});
+    const record::RunRecord a = sim::analyze(cfg, {.trace = want_trace,
+                                                   .observer = want_trace ? &counter : nullptr,
+                                                   .max_memory = common.max_memory});
     int code = a.ok() ? kOk : kWrong;
     const bool invalid = want_trace && !a.trace;
     if (invalid) {
@@ -218,15 +217,25 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
   });
 }
 
-config::SweepAxes sweep_axes(const SweepOptions& sweep) {
-  config::SweepAxes axes{split_list("--schedules", sweep.schedules),
-                         parse_positive_list("--microbatches", sweep.microbatches),
-                         parse_positive_list("--chunks", sweep.chunks)};
+std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
+                                         const SweepOptions& sweep, const CommonOptions& common) {
+  const config::SweepAxes axes{split_list("--schedules", sweep.schedules),
+                               parse_positive_list("--microbatches", sweep.microbatches),
+                               parse_positive_list("--chunks", sweep.chunks)};
   for (const auto& kind : axes.kinds)
     if (!known_schedule(kind))
       throw UsageError(
           fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)", excerpt(kind, 80)));
-  return axes;
+  std::vector<config::Config> points;
+  for (const auto& path : paths) {
+    config::Config base = config::load_config(path, common.overrides);
+    if (!config::sweep_requested(axes)) {
+      points.push_back(std::move(base));
+      continue;
+    }
+    for (auto& one : config::sweep(base, axes)) points.push_back(std::move(one));
+  }
+  return points;
 }
 
 int run_guarded(const std::string& source, const std::function<int()>& body) {
@@ -236,17 +245,8 @@ int run_guarded(const std::string& source, const std::function<int()>& body) {
 int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common) {
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
-    const config::SweepAxes axes = sweep_axes(sweep);
     // All points first, so the progress line knows how many there are.
-    std::vector<config::Config> points;
-    for (const auto& path : paths) {
-      config::Config base = config::load_config(path, common.overrides);
-      if (!config::sweep_requested(axes)) {
-        points.push_back(std::move(base));
-        continue;
-      }
-      for (auto& one : config::sweep(base, axes)) points.push_back(std::move(one));
-    }
+    const std::vector<config::Config> points = sweep_points(paths, sweep, common);
     std::vector<record::RunRecord> runs;
     Progress progress("simulating", points.size());
     for (const auto& one : points) {

@@ -51,10 +51,12 @@ int cmd_export(const std::string& config, const CommonOptions& common);
 int cmd_report(const std::vector<std::string>& configs, const std::string& output,
                const std::string& title, const SweepOptions& sweep, const CommonOptions& common);
 
-// For subcommands in other files: the sweep axes as checked by `compare` (UsageError naming the
-// option), and the error handling of every subcommand (bad input and output errors: a message
+// For subcommands in other files: every config read, each expanded into its sweep points when
+// `sweep` asks for one (options checked as `compare` does: UsageError naming the option), in
+// order; and the error handling of every subcommand (bad input and output errors: a message
 // naming `source` on stderr, exit 2).
-config::SweepAxes sweep_axes(const SweepOptions& sweep);
+std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
+                                         const SweepOptions& sweep, const CommonOptions& common);
 int run_guarded(const std::string& source, const std::function<int()>& body);
 
 // A comma-separated list option split into its elements; throws UsageError naming `option` for an

@@ -17,18 +17,9 @@ int cmd_report(const std::vector<std::string>& paths, const std::string& output,
                const std::string& title, const SweepOptions& sweep, const CommonOptions& common) {
   return run_guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     if (output.empty()) throw UsageError("-o: the file name is empty");
-    const config::SweepAxes axes = sweep_axes(sweep);
     // Every config is read before the output is opened or anything runs: a bad file fails fast
     // and leaves no file behind.
-    std::vector<config::Config> configs;
-    for (const auto& path : paths) {
-      config::Config base = config::load_config(path, common.overrides);
-      if (!config::sweep_requested(axes)) {
-        configs.push_back(std::move(base));
-        continue;
-      }
-      for (auto& one : config::sweep(base, axes)) configs.push_back(std::move(one));
-    }
+    const std::vector<config::Config> configs = sweep_points(paths, sweep, common);
     OutputFile out(output);
     std::vector<record::RunRecord> runs;
     runs.reserve(configs.size());
