@@ -237,17 +237,24 @@ TEST_CASE("html report: a microbatch sweep gets the bubble chart; GPipe sits on 
   for (const std::string kind : {"gpipe", "1f1b"})
     for (const int M : {4, 8, 16, 32})
       runs.push_back(simulate(kind + fmt::format("/M{}", M), kind, P, M, "async", true));
+  // The same 1F1B points "measured": a line of their own, not merged into the simulated one.
+  for (std::size_t i = 4; i < 8; ++i) {
+    runs.push_back(runs[i]);
+    runs.back().trace->origin = "measured";
+  }
   const std::string html = report(runs);
   require_balanced(html);
   CHECK(count(html, "<canvas id=\"chart-sweep\">") == 1);
-  CHECK(html.find("data-expected-charts=\"9\"") != std::string::npos);  // 8 memory + the sweep
+  CHECK(html.find("data-expected-charts=\"13\"") != std::string::npos);  // 12 memory + sweep
   const json sweep = page_data(html)["sweep"];
-  REQUIRE(sweep["series"].size() == 2);
+  REQUIRE(sweep["series"].size() == 3);
   CHECK(sweep["log_x"] == true);
   std::map<std::string, json> by_label;
   for (const auto& s : sweep["series"]) by_label[s["label"]] = s["data"];
   REQUIRE(by_label.count("gpipe (P=4)") == 1);
   REQUIRE(by_label.count("1f1b (P=4)") == 1);
+  REQUIRE(by_label.count("1f1b (P=4) measured") == 1);
+  CHECK(by_label["1f1b (P=4) measured"] == by_label["1f1b (P=4)"]);
   for (const auto& p : by_label["gpipe (P=4)"]) {
     const double M = p["x"].get<double>();
     CHECK(p["y"].get<double>() == Approx((P - 1) / (M + P - 1)));

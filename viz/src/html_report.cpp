@@ -218,6 +218,7 @@ nlohmann::json memory_series(const record::RunRecord& run, std::size_t limit, do
 struct SweepKey {
   std::string schedule, comm;
   int ranks, chunks;
+  std::string origin;  // a measured sweep is a line of its own beside the simulated one
   auto operator<=>(const SweepKey&) const = default;
 };
 
@@ -226,8 +227,8 @@ nlohmann::json sweep_chart(const std::vector<record::RunRecord>& runs) {
   for (const auto& run : runs) {
     if (!run.metrics || !run.ok()) continue;
     const auto& p = *run.program;
-    lines[{run.info.schedule, run.info.comm_style, p.ranks(), p.chunks()}][p.microbatches()] =
-        run.metrics->bubble_fraction;
+    lines[{run.info.schedule, run.info.comm_style, p.ranks(), p.chunks(), origin_of(run)}]
+         [p.microbatches()] = run.metrics->bubble_fraction;
   }
   nlohmann::json series = nlohmann::json::array();
   std::set<int> ranks, all_m;
@@ -242,6 +243,7 @@ nlohmann::json sweep_chart(const std::vector<record::RunRecord>& runs) {
     if (key.chunks > 1) label += fmt::format(" V={}", key.chunks);
     if (several_comm) label += " " + key.comm;
     label += fmt::format(" (P={})", key.ranks);
+    if (key.origin != "simulated") label += " " + key.origin;
     nlohmann::json data = nlohmann::json::array();
     for (const auto& [m, bubble] : points) {
       data.push_back({{"x", m}, {"y", bubble}});
