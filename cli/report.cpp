@@ -2,7 +2,9 @@
 // timelines recorded, written as one self-contained HTML page (viz/html_report.hpp).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "commands.hpp"
 #include "output_file.hpp"
@@ -17,6 +19,12 @@ int cmd_report(const std::vector<std::string>& paths, const std::string& output,
                const std::string& title, const SweepOptions& sweep, const CommonOptions& common) {
   return run_guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     if (output.empty()) throw UsageError("-o: the file name is empty");
+    for (const auto& path : paths) {  // replacing a config with its own report is a typo
+      std::error_code ec;
+      if (std::filesystem::equivalent(output, path, ec))
+        throw UsageError(
+            fmt::format("-o {}: that is the config {}; name another file", output, path));
+    }
     // Every config is read before the output is opened or anything runs: a bad file fails fast
     // and leaves no file behind.
     const std::vector<config::Config> configs = sweep_points(paths, sweep, common);

@@ -333,6 +333,12 @@ TEST_CASE(
   CHECK(slurp(page) == html);  // the earlier page stays as it was
   out = ppsim_cli("report " + bad.string() + " -o " + (dir / "new.html").string(), code);
   CHECK(code == 2);
+  // -o naming an input config: refused, the config untouched.
+  const std::string bad_text = slurp(bad);
+  out = ppsim_cli("report " + configs + "gpipe.json " + bad.string() + " -o " + bad.string(), code);
+  CHECK(code == 2);
+  CHECK_THAT(out, Catch::Contains("that is the config"));
+  CHECK(slurp(bad) == bad_text);
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
   CHECK(files == 2);  // report.html and bad.json: no new.html, no .ppsim-XXXXXX
