@@ -125,6 +125,10 @@ const record::Span& span_at(const record::Trace& t, int rank, int pos) {
   throw 0;
 }
 
+int rec_microbatch(const record::RunRecord& rec, int rank, int pos) {
+  return rec.program->ops(rank)[static_cast<std::size_t>(pos)].microbatch;
+}
+
 }  // namespace
 
 TEST_CASE("svg timeline: well-formed, one box per compute op, one row per rank", "[svg]") {
@@ -253,6 +257,7 @@ TEST_CASE("svg timeline: hover says what the op waited for", "[svg]") {
     if (b->attr("data-rank") == "1" && b->attr("data-op") == "1F0") {
       found = true;
       CHECK(b->attr("data-wait").starts_with("1RECV_F0 0"));
+      CHECK(b->attr("data-wait").ends_with("(from rank 0)"));
       CHECK(b->text.find("waited for: 1RECV_F0") != std::string::npos);
     }
   CHECK(found);
@@ -349,4 +354,45 @@ TEST_CASE("svg timeline: sub-pixel boxes merge into runs that cover every op onc
   std::set<std::string> fills;
   for (const auto* m : merged) fills.insert(m->attr("fill"));
   CHECK(fills.count(viz::kind_color(schedules::OpKind::B)) == 1);
+}
+
+TEST_CASE("svg timeline: overlapped F&B in its own colour, the second route hatched", "[svg]") {
+  // One rank: F1 and B0 run together as one composite op, labelled with both microbatches.
+  const auto overlap =
+      simulate(json{{"name", "overlap"},
+                    {"schedule", {{"kind", "custom"}, {"ops", {"0F0,(0F1;0B0)OVERLAP_F_B,0B1"}}}}});
+  REQUIRE(overlap.ok());
+  const Svg a = parse(draw(overlap));
+  const auto boxes = a.all("rect", "op");
+  REQUIRE(boxes.size() == 3);
+  CHECK(boxes[1]->attr("fill") == viz::kind_color(schedules::OpKind::OVERLAP_F_B));
+  bool label = false;
+  for (const auto* t : a.all("text")) label = label || t->text == "1/0";
+  CHECK(label);
+  CHECK(a.raw.find("F&amp;B overlapped") != std::string::npos);  // in the legend
+
+  // Two routes in opposite directions over two ranks (DualPipe's layout): microbatch 0 runs
+  // 0 -> 1 on stages 0, 1; microbatch 1 runs 1 -> 0 on stages 2, 3. Its boxes are hatched.
+  const auto dual =
+      simulate(json{{"name", "two routes"},
+                    {"schedule",
+                     {{"kind", "custom"},
+                      {"ops",
+                       {"0F0,0SEND_F0#0,3RECV_F1,3F1,3B1,3SEND_B1#1,0RECV_B0,WAIT(0;1),0B0",
+                        "2F1,2SEND_F1#0,1RECV_F0,1F0,1B0,1SEND_B0#1,2RECV_B1,WAIT(0;1),2B1"}},
+                      {"routes",
+                       {{{"stages", {0, 1}}, {"microbatches", {0}}},
+                        {{"stages", {2, 3}}, {"microbatches", {1}}}}}}}});
+  REQUIRE(dual.ok());
+  const Svg d = parse(draw(dual, {.width = 1200, .interactive = true, .id_prefix = "d-"}));
+  std::size_t hatched_ops = 0;
+  for (const auto* b : d.all("rect", "op")) {
+    const int rank = std::stoi(b->attr("data-rank")), pos = std::stoi(b->attr("data-pos"));
+    hatched_ops += rec_microbatch(dual, rank, pos) == 1 ? 1 : 0;
+  }
+  CHECK(hatched_ops == 4);
+  CHECK(d.all("rect", "reverse").size() == hatched_ops);
+  for (const auto* h : d.all("rect", "reverse")) CHECK(h->attr("fill") == "url(#d-hatch)");
+  CHECK(d.all("pattern").size() == 1);
+  CHECK(d.all("pattern")[0]->attr("id") == "d-hatch");
 }

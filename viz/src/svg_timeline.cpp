@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -110,7 +111,11 @@ class Drawer {
     deadlocked_ = std::any_of(trace_.ranks.begin(), trace_.ranks.end(),
                               [](const record::RankTimeline& r) { return !r.finished; });
     t_end_ = opt_.time_end > 0 ? opt_.time_end : t_max_ * (deadlocked_ ? 1.04 : 1.0);
+    if (!std::isfinite(t_end_))
+      throw std::invalid_argument("svg timeline: the trace has a time that is not finite");
     if (!(t_end_ > 0)) t_end_ = 1;
+    if (opt_.interactive)  // who sent what each receive waited for
+      for (const auto& t : trace_.transfers) sender_[{t.dst_rank, t.dst_pos}] = t.src_rank;
     if (rec_.deadlock)
       for (const auto& cycle : rec_.deadlock->cycles)
         for (const auto& b : cycle) cycle_ops_.insert({b.rank, b.position});
@@ -277,6 +282,8 @@ class Drawer {
       if (!out.empty()) out += "; ";
       const auto& op = op_of(*w);
       out += fmt::format("{} {:.4g}\u2013{:.4g}", program_.op_text(w->rank, op), w->start, w->end);
+      if (auto it = sender_.find({w->rank, w->pos}); it != sender_.end())
+        out += fmt::format(" (from rank {})", it->second);
     }
     return out;
   }
@@ -293,12 +300,16 @@ class Drawer {
     const bool labels_fit = lay_.row_h >= 12;
     const double font = std::min(11.0, lay_.row_h - 3);
     out_ << "<g class=\"ranks\">\n";
-    for (int r = 0; r < ranks_; ++r) {
+    // Thin rows (many ranks) are labelled every few ranks, in a font still readable.
+    const double pitch = lay_.row_h + lay_.gap;
+    const int every = std::max(1, static_cast<int>(std::ceil(10.0 / pitch)));
+    const double label_font = std::clamp(font + 1, 8.0, 12.0);
+    for (int r = 0; r < ranks_; r += every) {
       const double y = lay_.row_y(r);
       fmt::print(out_,
                  "<text class=\"rank-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" "
                  "font-size=\"{:.0f}\">rank {}</text>\n",
-                 lay_.left - 6, y + lay_.row_h / 2 + font * 0.36, std::min(font + 1, 12.0), r);
+                 lay_.left - 6, y + lay_.row_h / 2 + label_font * 0.36, label_font, r);
     }
     // Background of each row: idle time shows as this light band between boxes.
     for (int r = 0; r < ranks_; ++r)
@@ -414,13 +425,12 @@ class Drawer {
       const std::string text = xml_escape(program_.op_text(s.rank, op));
       const std::string wait = xml_escape(wait_text);
       fmt::print(out_,
-                 " data-rank=\"{}\" data-pos=\"{}\" data-op=\"{}\" data-start=\"{:.6g}\" "
-                 "data-end=\"{:.6g}\" data-wait=\"{}\"><title>rank {}: {}\n{:.6g}\u2013{:.6g} {} "
-                 "({} {})\nchunk {}{}{}</title></rect>\n",
-                 s.rank, s.pos, text, s.start, s.end, wait, s.rank, text, s.start, s.end,
-                 xml_escape(trace_.time_unit),
-                 trace_.origin == "measured" ? "measured" : "simulated",
-                 schedules::to_string(op.kind), chunk, wait.empty() ? "" : "\nwaited for: ", wait);
+                 " data-rank=\"{}\" data-pos=\"{}\" data-op=\"{}\" data-start=\"{:.9g}\" "
+                 "data-end=\"{:.9g}\" data-wait=\"{}\"><title>rank {}: {} (chunk {})\n"
+                 "{:.6g}\u2013{:.6g} {} ({}){}{}</title></rect>\n",
+                 s.rank, s.pos, text, s.start, s.end, wait, s.rank, text, chunk, s.start, s.end,
+                 xml_escape(trace_.time_unit), xml_escape(trace_.origin),
+                 wait.empty() ? "" : "\nwaited for: ", wait);
     } else {
       out_ << "/>\n";
     }
@@ -606,6 +616,7 @@ class Drawer {
   std::vector<LegendItem> legend_;
   int legend_rows_ = 1;
   std::set<std::pair<int, int>> cycle_ops_;
+  std::map<std::pair<int, int>, int> sender_;  // (rank, pos) of a receive -> the sending rank
   std::vector<std::string> deadlock_lines_;
 };
 
