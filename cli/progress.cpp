@@ -27,7 +27,8 @@ void Progress::update(std::size_t done, std::string_view label) {
   if (!out_) return;
   const auto now = Clock::now();
   if (now - start_ < delay_) return;
-  if (drawn_ && now - last_ < interval_ && done_ < total_) return;
+  // Throttled, except for the last step of known work.
+  if (drawn_ && now - last_ < interval_ && (total_ == 0 || done_ < total_)) return;
   last_ = now;
   draw(label);
 }

@@ -41,3 +41,19 @@ TEST_CASE("progress: silent without a sink, before the delay, and cut to one lin
   CHECK(narrow.str().size() == 4 + 78);  // "\r\x1b[K" + 77 characters + '~'
   p.finish();
 }
+
+TEST_CASE("progress: redraws at most once per interval, also when the total is unknown",
+          "[progress]") {
+  for (const std::size_t total : {std::size_t{0}, std::size_t{1000}}) {
+    std::ostringstream out;
+    Progress p("simulating", total, &out, 0s, 1h);
+    for (std::size_t i = 1; i < 1000; ++i) p.update(i);
+    // The first update draws; the rest fall inside the hour.
+    CHECK(out.str() == (total == 0 ? "\r\x1b[Ksimulating: 1" : "\r\x1b[Ksimulating: 1/1000 (0%)"));
+    if (total > 0) {
+      p.update(1000);  // the last step always shows
+      CHECK(out.str().ends_with("1000/1000 (100%)"));
+    }
+    p.finish();
+  }
+}
