@@ -230,6 +230,12 @@ TEST_CASE("svg timeline: names with <&\"> are escaped; the origin is labelled", 
   }
 }
 
+TEST_CASE("svg timeline: control characters in a name leave the XML well-formed", "[svg]") {
+  const auto rec = simulate(base_config("bell\x07 tab\t esc\x1b", "gpipe", 2, 2, 1, "async"));
+  const Svg svg = parse(draw(rec));
+  CHECK(svg.all("text", "title")[0]->text.starts_with("bell tab\t esc"));
+}
+
 TEST_CASE("svg timeline: fragment for HTML, unique ids per prefix, no trace is an error", "[svg]") {
   const auto rec = simulate("gpipe", 2, 2);
   const std::string a = draw(rec, {.id_prefix = "t1-"}, true);

@@ -12,12 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "escape.hpp"
 #include "ppsim/viz/palette.hpp"
 
 namespace ppsim::viz {
 
 namespace {
 
+using detail::xml_escape;
 using schedules::OpKind;
 
 // Boxes narrower than this are merged with their narrow neighbours into one run per rank row, so a
@@ -27,34 +29,6 @@ constexpr double kMergePx = 1.0;
 // says so).
 constexpr std::size_t kMaxTransfers = 3000;
 constexpr std::size_t kMaxDeadlockLines = 8;
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters even as references.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
-    }
-  }
-  return out;
-}
 
 // 1, 2 or 5 times a power of ten, so that about `target` ticks cover `span`.
 double nice_step(double span, int target) {
