@@ -22,6 +22,10 @@
 #include "ppsim/viz/chrome_trace.hpp"
 #include "ppsim/viz/json_report.hpp"
 #include "ppsim/viz/summary_table.hpp"
+#include "ppsim/viz/svg_timeline.hpp"
+#include "ppsim/viz/terminal_timeline.hpp"
+#include "progress.hpp"
+#include "terminal.hpp"
 
 namespace ppsim::cli {
 
@@ -97,10 +101,6 @@ bool known_schedule(const std::string& name) {
 
 }  // namespace
 
-int guarded_command(const std::string& source, const std::function<int()>& body) {
-  return guarded(source, body);
-}
-
 std::vector<std::string> split_list(const std::string& option,
                                     const std::vector<std::string>& raw) {
   std::vector<std::string> out;
@@ -139,57 +139,121 @@ std::vector<int> parse_positive_list(const std::string& option,
   return out;
 }
 
-int cmd_run(const std::string& path, bool json, const std::string& trace_file,
-            const CommonOptions& common) {
+namespace {
+
+// Counts the ops a traced simulation has run, for the progress line (a metrics-only run gets no
+// observer: it would lose the engine's fast path).
+class ProgressObserver : public record::Observer {
+ public:
+  explicit ProgressObserver(Progress& progress) : progress_(progress) {}
+  void on_compute(int, int, double, double) override { tick(); }
+  void on_blocked(int, int, double, double) override { tick(); }
+  void on_post(int, int, double) override { tick(); }
+
+ private:
+  void tick() {
+    if ((++events_ & 0xfff) == 0) progress_.update(events_, "events");
+  }
+  Progress& progress_;
+  std::size_t events_ = 0;
+};
+
+}  // namespace
+
+int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOptions& common) {
   return guarded(path, [&] {
     const config::Config cfg = config::load_config(path, common.overrides);
-    // Opened before the simulation: a bad path fails at once, and the temporary is cleaned up
+    // Opened before the simulation: a bad path fails at once, and the temporaries are cleaned up
     // whatever happens next.
-    std::optional<OutputFile> trace;
-    if (!trace_file.empty()) trace.emplace(trace_file);
-    const record::RunRecord a =
-        sim::analyze(cfg, {.trace = trace.has_value(), .max_memory = common.max_memory});
+    std::optional<OutputFile> trace, svg;
+    if (!outputs.trace_file.empty()) trace.emplace(outputs.trace_file);
+    if (!outputs.svg_file.empty()) svg.emplace(outputs.svg_file);
+    const bool want_trace = trace || svg || outputs.timeline;
+    Progress progress("simulating", 0);
+    ProgressObserver counter(progress);
+    const record::RunRecord a = sim::analyze(cfg, {.trace = want_trace,
+                                                   .observer = want_trace ? &counter : nullptr,
+                                                   .max_memory = common.max_memory});
     int code = a.ok() ? kOk : kWrong;
-    const bool invalid = trace && !a.trace;
+    const bool invalid = want_trace && !a.trace;
     if (invalid) {
-      trace->abandon();  // no trace of a program that cannot run; whatever was at the path stays
+      // No picture of a program that cannot run; whatever was at the paths stays.
+      if (trace) trace->abandon();
+      if (svg) svg->abandon();
       code = kWrong;
-    } else if (trace) {
-      viz::write_chrome_trace(trace->stream(), *a.trace, *a.program,
-                              {config::microseconds_per_unit(cfg.time_unit), cfg.name});
-      trace->commit();
+    } else {
+      if (trace) {
+        progress.phase("writing " + outputs.trace_file, 0);
+        viz::write_chrome_trace(trace->stream(), a,
+                                {config::microseconds_per_unit(cfg.time_unit), cfg.name});
+        trace->commit();
+      }
+      if (svg) {
+        progress.phase("writing " + outputs.svg_file, 0);
+        viz::write_svg_timeline(svg->stream(), a);
+        svg->commit();
+      }
     }
-    if (json)
+    progress.finish();
+    if (outputs.json)
       std::cout << viz::to_json(a).dump(2) << "\n";
     else
       std::cout << viz::summary_text(a);
-    if (invalid)
-      std::cerr << fmt::format("ppsim: {}: trace not written: the program is invalid\n",
-                               trace_file);
+    if (outputs.timeline && a.trace) {
+      const viz::TerminalTimelineOptions tl{.width = terminal_width(1),
+                                            .color = color_wanted(1, outputs.no_color)};
+      std::cout << "\n" << viz::terminal_timeline(a, tl);
+    }
+    if (invalid) {
+      if (trace)
+        std::cerr << fmt::format("ppsim: {}: trace not written: the program is invalid\n",
+                                 outputs.trace_file);
+      if (svg)
+        std::cerr << fmt::format("ppsim: {}: SVG timeline not written: the program is invalid\n",
+                                 outputs.svg_file);
+      if (outputs.timeline) std::cerr << "ppsim: no timeline: the program is invalid\n";
+    }
     return code;
   });
+}
+
+std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
+                                         const SweepOptions& sweep, const CommonOptions& common) {
+  const config::SweepAxes axes{split_list("--schedules", sweep.schedules),
+                               parse_positive_list("--microbatches", sweep.microbatches),
+                               parse_positive_list("--chunks", sweep.chunks)};
+  for (const auto& kind : axes.kinds)
+    if (!known_schedule(kind))
+      throw UsageError(
+          fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)", excerpt(kind, 80)));
+  std::vector<config::Config> points;
+  for (const auto& path : paths) {
+    config::Config base = config::load_config(path, common.overrides);
+    if (!config::sweep_requested(axes)) {
+      points.push_back(std::move(base));
+      continue;
+    }
+    for (auto& one : config::sweep(base, axes)) points.push_back(std::move(one));
+  }
+  return points;
+}
+
+int run_guarded(const std::string& source, const std::function<int()>& body) {
+  return guarded(source, body);
 }
 
 int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common) {
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
-    const config::SweepAxes axes{split_list("--schedules", sweep.schedules),
-                                 parse_positive_list("--microbatches", sweep.microbatches),
-                                 parse_positive_list("--chunks", sweep.chunks)};
-    for (const auto& kind : axes.kinds)
-      if (!known_schedule(kind))
-        throw UsageError(fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)",
-                                     excerpt(kind, 80)));
+    // All points first, so the progress line knows how many there are.
+    const std::vector<config::Config> points = sweep_points(paths, sweep, common);
     std::vector<record::RunRecord> runs;
-    for (const auto& path : paths) {
-      const config::Config base = config::load_config(path, common.overrides);
-      if (!config::sweep_requested(axes)) {
-        runs.push_back(sim::analyze(base, {.max_memory = common.max_memory}));
-        continue;
-      }
-      for (const auto& one : config::sweep(base, axes))
-        runs.push_back(sim::analyze(one, {.max_memory = common.max_memory}));
+    Progress progress("simulating", points.size());
+    for (const auto& one : points) {
+      progress.update(runs.size(), one.name);
+      runs.push_back(sim::analyze(one, {.max_memory = common.max_memory}));
     }
+    progress.finish();
     if (json) {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& a : runs) arr.push_back(viz::to_json(a));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ppsim/config/resources.hpp"
+#include "ppsim/config/sweep.hpp"
 
 namespace ppsim::cli {
 
@@ -34,13 +35,32 @@ struct SweepOptions {
   std::vector<std::string> schedules, microbatches, chunks;
 };
 
-int cmd_run(const std::string& config, bool json, const std::string& trace_file,
-            const CommonOptions& common);
+// What `ppsim run` writes besides its summary.
+struct RunOutputs {
+  bool json = false;       // --json: one JSON object instead of the summary
+  std::string trace_file;  // --trace: Chrome trace
+  std::string svg_file;    // --svg: SVG timeline
+  bool timeline = false;   // --timeline: terminal timeline after the summary
+  bool no_color = false;   // --no-color
+};
+
+int cmd_run(const std::string& config, const RunOutputs& outputs, const CommonOptions& common);
 int cmd_compare(const std::vector<std::string>& configs, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common);
 int cmd_check(const std::vector<std::string>& configs, bool json, const CommonOptions& common);
 int cmd_list();
 int cmd_export(const std::string& config, const CommonOptions& common);
+// `ppsim report`: one self-contained HTML file (cli/report.cpp).
+int cmd_report(const std::vector<std::string>& configs, const std::string& output,
+               const std::string& title, const SweepOptions& sweep, const CommonOptions& common);
+
+// For subcommands in other files: every config read, each expanded into its sweep points when
+// `sweep` asks for one (options checked as `compare` does: UsageError naming the option), in
+// order; and the error handling of every subcommand (bad input and output errors: a message
+// naming `source` on stderr, exit 2).
+std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
+                                         const SweepOptions& sweep, const CommonOptions& common);
+int run_guarded(const std::string& source, const std::function<int()>& body);
 
 // `ppsim real` (docs/EXECUTOR.md). Values as typed, checked by cmd_real so that errors name the
 // option; each given one overrides the config's `real` section.
@@ -52,10 +72,6 @@ struct RealOptions {
   bool calibrate = false;
 };
 int cmd_real(const std::string& config, const RealOptions& options, const CommonOptions& common);
-
-// Runs `body` with the CLI's error policy: bad input and output errors are printed as
-// "ppsim: error: MESSAGE" naming `source` and give kBadInput.
-int guarded_command(const std::string& source, const std::function<int()>& body);
 
 // A comma-separated list option split into its elements; throws UsageError naming `option` for an
 // empty element. parse_positive_list also requires integers in 1..2^31-1.

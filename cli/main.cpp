@@ -40,13 +40,21 @@ int run_cli(int argc, char** argv) {
         });
   };
 
-  std::string config, trace_file;
+  std::string config;
   bool json = false, csv = false;
+  RunOutputs run_out;
   auto* run = app.add_subcommand("run", "simulate one config and print its metrics");
   run->add_option("config", config, "JSON config file")->required();
-  run->add_flag("--json", json, "print one JSON object (docs/METRICS.md)");
-  auto* trace_opt = run->add_option("--trace", trace_file,
+  auto* run_json = run->add_flag("--json", run_out.json, "print one JSON object (docs/METRICS.md)");
+  auto* trace_opt = run->add_option("--trace", run_out.trace_file,
                                     "write a Chrome trace (open in Perfetto or chrome://tracing)");
+  auto* svg_opt = run->add_option("--svg", run_out.svg_file,
+                                  "write an SVG timeline: one row per rank, a box per compute op");
+  run->add_flag("--timeline", run_out.timeline,
+                "print a timeline in the terminal after the summary, scaled to its width")
+      ->excludes(run_json);
+  run->add_flag("--no-color", run_out.no_color,
+                "no ANSI colours in --timeline (default: colours when stdout is a terminal)");
   add_set(run);
 
   std::vector<std::string> configs;
@@ -112,14 +120,39 @@ int run_cli(int argc, char** argv) {
   exp->add_option("config", config, "JSON config file")->required();
   add_set(exp);
 
+  std::string report_file, report_title;
+  SweepOptions report_sweep;
+  auto* report = app.add_subcommand(
+      "report", "one self-contained HTML page: table, timelines, memory and sweep charts");
+  report->add_option("configs", configs, "JSON config files")->required();
+  report->add_option("-o,--output", report_file, "the HTML file to write")->required();
+  report->add_option("--title", report_title, "the page title (default: ppsim report)");
+  report
+      ->add_option("--schedules", report_sweep.schedules, "sweep: schedule kinds, e.g. gpipe,1f1b")
+      ->type_name("LIST");
+  report
+      ->add_option("--microbatches", report_sweep.microbatches,
+                   "sweep: microbatch counts, e.g. 8,16,32,64 (adds the bubble chart)")
+      ->type_name("LIST");
+  report->add_option("--chunks", report_sweep.chunks, "sweep: chunks per rank, e.g. 2,4")
+      ->type_name("LIST");
+  add_set(report);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kOk : kBadInput;
   }
-  if (*run && trace_opt->count() > 0 && trace_file.empty()) {  // not "no trace": a mistake
-    std::cerr << "ppsim: error: --trace: the file name is empty\n";
+  for (const auto& [opt, file] :
+       {std::pair{trace_opt, &run_out.trace_file}, std::pair{svg_opt, &run_out.svg_file}})
+    if (*run && opt->count() > 0 && file->empty()) {  // not "no file": a mistake
+      std::cerr << "ppsim: error: " << opt->get_name() << ": the file name is empty\n";
+      return kBadInput;
+    }
+  if (*run && !run_out.svg_file.empty() && run_out.svg_file == run_out.trace_file) {
+    std::cerr << "ppsim: error: --svg and --trace name the same file '" << run_out.svg_file
+              << "'\n";
     return kBadInput;
   }
   if (*real_sub && real_trace->count() > 0 && real_options.trace_file.empty()) {
@@ -128,12 +161,13 @@ int run_cli(int argc, char** argv) {
   }
   // Configs may carry the executor's `real` section whatever the subcommand.
   ppsim::real::register_settings_section();
-  if (*run) return cmd_run(config, json, trace_file, common);
+  if (*run) return cmd_run(config, run_out, common);
   if (*real_sub) return cmd_real(config, real_options, common);
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);
   if (*check) return cmd_check(configs, json, common);
   if (*list) return cmd_list();
   if (*exp) return cmd_export(config, common);
+  if (*report) return cmd_report(configs, report_file, report_title, report_sweep, common);
   return kBadInput;
 }
 

@@ -327,7 +327,7 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
 }  // namespace
 
 int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions& common) {
-  return guarded_command(path, [&] {
+  return run_guarded(path, [&] {
     real::register_settings_section();
     config::Config cfg = config::load_config(path, common.overrides);
     real::Settings settings = real::settings_of(cfg);

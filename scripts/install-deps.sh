@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages ppsim builds with, only those that are missing.
+#   scripts/install-deps.sh            what the build and the tests need
+#   scripts/install-deps.sh --browser  also Chromium, for the browser test of the HTML report
+#                                      (tests/browser_report.sh; large, so CI only by default)
 set -euo pipefail
 packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
   clang libclang-rt-14-dev  # clang + its runtimes (libFuzzer, ASan): scripts/fuzz.sh
-  python3)  # scripts/validate.sh writes docs/VALIDATION.md; tests/cli_real.sh reads --json
+  python3                   # scripts/validate.sh writes docs/VALIDATION.md; tests/cli_real.sh
+  libjs-chart.js            # Chart.js, embedded into `ppsim report` pages at build time
+  libxml2-dev)              # tests read the SVG timelines back with libxml2
+[ "${1:-}" = "--browser" ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

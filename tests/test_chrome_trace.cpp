@@ -310,3 +310,71 @@ TEST_CASE("the trace stays valid JSON for a deadlocked run", "[trace]") {
   for (const auto& s : trace.spans) compute += s.kind == record::SpanKind::compute ? 1 : 0;
   CHECK(events(doc, "X", "compute").size() == compute);
 }
+
+TEST_CASE("a trace from a run record carries the config and metrics as metadata", "[trace]") {
+  const config::Config config = make_config("1f1b", 4, 8, 1, "ms");
+  record::RunRecord a = sim::analyze(config, {.trace = true});
+  REQUIRE(a.trace);
+  for (const std::string origin : {"simulated", "measured"}) {
+    a.trace->origin = origin;
+    std::ostringstream out;
+    viz::write_chrome_trace(out, a, {1000.0, ""});
+    const json doc = json::parse(out.str());
+    const json& other = doc.at("otherData");
+    CHECK(other.at("title") == config.name);  // the config's name when no title is given
+    CHECK(other.at("config").at("name") == config.name);
+    CHECK(other.at("config").at("schedule") == "1f1b");
+    CHECK(other.at("config").at("comm_style") == "async");
+    CHECK(other.at("config").at("origin") == origin);
+    CHECK(other.at("config").at("ranks") == 4);
+    CHECK(other.at("metrics").at("makespan").get<double>() == Approx(a.metrics->makespan));
+    CHECK(other.at("metrics").at("bubble_fraction").get<double>() ==
+          Approx(a.metrics->bubble_fraction));
+    CHECK(other.at("metrics").at("peak_memory_bytes") == a.metrics->peak_memory_bytes);
+    CHECK(other.at("verdict") == "ok");
+    // The same, as the args of one global instant at 0 that Perfetto shows.
+    const auto runs = events(doc, "i", "run");
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].at("s") == "g");
+    CHECK(runs[0].at("ts") == 0);
+    CHECK(runs[0].at("args").at("metrics") == other.at("metrics"));
+    CHECK(events(doc, "i", "deadlock").empty());
+    // The slices are those of the Trace + Program writer.
+    std::ostringstream plain;
+    viz::write_chrome_trace(plain, *a.trace, *a.program, {1000.0, config.name});
+    CHECK(events(json::parse(plain.str()), "X") == events(doc, "X"));
+  }
+}
+
+TEST_CASE("a deadlocked run's trace marks where each rank blocked for good", "[trace]") {
+  const config::Config config =
+      config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
+  const record::RunRecord a = sim::analyze(config, {.trace = true});
+  REQUIRE(a.deadlock);
+  std::ostringstream out;
+  viz::write_chrome_trace(out, a, {1000.0, ""});
+  const json doc = json::parse(out.str());
+  CHECK(doc.at("otherData").at("verdict").get<std::string>().starts_with("DEADLOCK"));
+  CHECK(doc.at("otherData").at("deadlock") == a.deadlock->describe());
+  std::set<std::pair<int, int>> in_cycle;
+  for (const auto& c : a.deadlock->cycles)
+    for (const auto& b : c) in_cycle.insert({b.rank, b.position});
+  std::size_t unfinished = 0;
+  for (const auto& r : a.trace->ranks) unfinished += r.finished ? 0 : 1;
+  const auto stuck = events(doc, "i", "deadlock");
+  CHECK(stuck.size() == unfinished);
+  CHECK(unfinished == 4);
+  for (const auto& e : stuck) {
+    const int rank = e.at("pid");
+    const auto& rt = a.trace->ranks[static_cast<std::size_t>(rank)];
+    CHECK_FALSE(rt.finished);
+    CHECK(e.at("args").at("position") == rt.stuck_pos);
+    CHECK(e.at("args").at("in_cycle") == (in_cycle.count({rank, rt.stuck_pos}) > 0));
+    // At the start of the blocked op when it was recorded, else when the rank blocked for good.
+    double start = rt.end;
+    for (const auto& s : a.trace->spans)
+      if (s.rank == rank && s.pos == rt.stuck_pos) start = s.start;
+    CHECK(e.at("ts").get<double>() == Approx(start * 1000.0));
+    CHECK(e.at("args").at("peer").get<int>() >= 0);
+  }
+}

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 
 #include "ppsim/schedules/semantics.hpp"
 
@@ -48,10 +50,81 @@ class Writer {
   bool first_ = true;
 };
 
+// JSON text of a value; strings that are not valid UTF-8 get U+FFFD instead of failing the write.
+std::string dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The config and metrics of a run, for otherData and the args of the "run" event.
+nlohmann::json run_metadata(const record::RunRecord& rec) {
+  const auto& p = *rec.program;
+  nlohmann::json config = {{"name", rec.info.name},
+                           {"source", rec.info.source},
+                           {"schedule", rec.info.schedule},
+                           {"comm_style", rec.info.comm_style},
+                           {"matching", rec.info.matching},
+                           {"origin", rec.trace->origin},
+                           {"clock", rec.trace->clock},
+                           {"time_unit", rec.trace->time_unit},
+                           {"ranks", p.ranks()},
+                           {"chunks", p.chunks()},
+                           {"stages", p.stages()},
+                           {"microbatches", p.microbatches()}};
+  nlohmann::json metrics = nullptr;
+  if (rec.metrics) {
+    const auto& m = *rec.metrics;
+    metrics = {{"makespan", m.makespan},
+               {"bubble_fraction", m.bubble_fraction},
+               {"bubble_vs_ideal", m.bubble_vs_ideal},
+               {"comm_bytes", m.comm_bytes},
+               {"peak_memory_bytes", m.peak_memory_bytes},
+               {"peak_inflight", m.peak_inflight}};
+  }
+  nlohmann::json meta = {
+      {"config", config}, {"metrics", metrics}, {"verdict", rec.verdict().text()}};
+  if (rec.deadlock) meta["deadlock"] = rec.deadlock->describe();
+  return meta;
+}
+
+// The op each rank blocked in for good (from the deadlock report), and whether it is in a cycle.
+struct StuckInfo {
+  const record::BlockedOp* op = nullptr;
+  bool in_cycle = false;
+};
+StuckInfo stuck_info(const record::RunRecord& rec, int rank) {
+  if (!rec.deadlock) return {};
+  for (const auto& c : rec.deadlock->cycles)
+    for (const auto& b : c)
+      if (b.rank == rank) return {&b, true};
+  for (const auto* list : {&rec.deadlock->unmatched, &rec.deadlock->blocked})
+    for (const auto& b : *list)
+      if (b.rank == rank) return {&b, false};
+  return {};
+}
+
+void write_trace(std::ostream& out, const record::Trace& trace, const schedules::Program& program,
+                 const ChromeTraceOptions& options, const record::RunRecord* rec);
+
 }  // namespace
 
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options) {
+  write_trace(out, trace, program, options, nullptr);
+}
+
+void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
+                        const ChromeTraceOptions& options) {
+  if (!rec.trace) throw std::invalid_argument("chrome trace: the run record has no trace");
+  if (!rec.program) throw std::invalid_argument("chrome trace: the run record has no program");
+  ChromeTraceOptions o = options;
+  if (o.title.empty()) o.title = rec.info.name;
+  write_trace(out, *rec.trace, *rec.program, o, &rec);
+}
+
+namespace {
+
+void write_trace(std::ostream& out, const record::Trace& trace, const schedules::Program& program,
+                 const ChromeTraceOptions& options, const record::RunRecord* rec) {
   const double k = options.us_per_unit;
   const schedules::Semantics sem(program);
   Writer w(out);
@@ -136,9 +209,50 @@ void write_chrome_trace(std::ostream& out, const record::Trace& trace,
         R"("ph":"C","name":"inflight","pid":{},"ts":{:.6f},"args":{{"microbatches":{}}})", c.rank,
         c.time * k, c.inflight));
   }
-  w.close(fmt::format(R"("title":"{}","time_unit":"{}","ranks":{},"stages":{},"microbatches":{})",
-                      escape(options.title), escape(trace.time_unit), program.ranks(),
-                      program.stages(), program.microbatches()));
+  nlohmann::json meta;
+  if (rec) {
+    meta = run_metadata(*rec);
+    // A global instant at 0 whose args Perfetto and chrome://tracing show when it is selected.
+    w.event(fmt::format(
+        R"("ph":"i","s":"g","name":"run: {}","cat":"run","pid":0,"tid":0,"ts":0,"args":{})",
+        escape(options.title), dump(meta)));
+    // Where each rank blocked for good: an instant on its comm-ops thread, at the start of the op.
+    for (int r = 0; r < program.ranks() && r < static_cast<int>(trace.ranks.size()); ++r) {
+      const auto& rt = trace.ranks[static_cast<std::size_t>(r)];
+      if (rt.finished || rt.stuck_pos < 0 ||
+          static_cast<std::size_t>(rt.stuck_pos) >= program.ops(r).size())
+        continue;
+      double at = rt.end;
+      for (auto it = trace.spans.rbegin(); it != trace.spans.rend(); ++it)
+        if (it->rank == r && it->pos == rt.stuck_pos) {
+          at = it->start;
+          break;
+        }
+      const StuckInfo st = stuck_info(*rec, r);
+      nlohmann::json args = {
+          {"position", rt.stuck_pos},
+          {"op", program.op_text(r, program.ops(r)[static_cast<std::size_t>(rt.stuck_pos)])},
+          {"in_cycle", st.in_cycle}};
+      if (st.op) {
+        args["peer"] = st.op->peer;
+        if (!st.op->waiting_for.empty()) args["waiting_for"] = st.op->waiting_for;
+      }
+      w.event(fmt::format(
+          R"("ph":"i","s":"t","name":"blocked for good: {}","cat":"deadlock","pid":{},"tid":{},"ts":{:.6f},"args":{})",
+          escape(program.op_text(r, program.ops(r)[static_cast<std::size_t>(rt.stuck_pos)])), r,
+          kCommTid, at * k, dump(args)));
+    }
+  }
+  std::string other =
+      fmt::format(R"("title":"{}","time_unit":"{}","ranks":{},"stages":{},"microbatches":{})",
+                  escape(options.title), escape(trace.time_unit), program.ranks(), program.stages(),
+                  program.microbatches());
+  if (rec)
+    for (const auto& [key, value] : meta.items())
+      other += fmt::format(R"(,"{}":{})", key, dump(value));
+  w.close(other);
 }
+
+}  // namespace
 
 }  // namespace ppsim::viz

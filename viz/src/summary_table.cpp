@@ -4,20 +4,13 @@
 
 #include <algorithm>
 
+#include "human_bytes.hpp"
+
 namespace ppsim::viz {
 
 namespace {
 
-std::string human_bytes(std::int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
-}
+using detail::human_bytes;
 
 std::string style_of(const record::RunRecord& a) {
   return fmt::format("{}/{}", a.info.comm_style, a.info.matching);
