@@ -13,6 +13,7 @@
 #include "helpers.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/buffer.hpp"
+#include "ppsim/real/comparison.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/executor.hpp"
 #include "ppsim/real/settings.hpp"
@@ -117,22 +118,6 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
   }
 }
 
-// Whether peak memory is fixed by program order alone: no asynchronous send frees its buffer when
-// its transfer ends (whose moment the peer decides), and no hazard makes the executor keep or
-// free a buffer otherwise than the simulator.
-bool memory_follows_program_order(const record::RunRecord& predicted, const sim::SimOptions& o) {
-  if (!predicted.diagnostics.empty()) return false;
-  const auto& p = *predicted.program;
-  const bool eager = o.network.eager_limit > 0 && o.network.boundary_bytes <= o.network.eager_limit;
-  for (int r = 0; r < p.ranks(); ++r)
-    for (const auto& op : p.ops(r))
-      if (op.async && !eager &&
-          (op.kind == schedules::OpKind::SEND_B ||
-           (op.kind == schedules::OpKind::SEND_F && o.memory.deallocate_outputs)))
-        return false;
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck ops, hazards, "
@@ -148,7 +133,7 @@ TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck 
     // Untimed: the verdict and the in-flight peaks do not depend on durations. Memory peaks
     // are compared with the clock running in the [.timing] test below.
     check_agreement(predicted, real::execute(prep, {untimed()}), prep.model,
-                    memory_follows_program_order(predicted, prep.model));
+                    real::memory_follows_program_order(predicted, prep.model));
     ++configs;
   }
   CHECK(configs >= 6);
@@ -184,7 +169,7 @@ TEST_CASE("Executor and simulator agree on 300 random programs (schedules, comm 
     const config::Prepared prep = prepared_of(std::move(p), o);
     const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
     const real::Execution measured = real::execute(prep, {untimed()});
-    const bool memory = memory_follows_program_order(predicted, o);
+    const bool memory = real::memory_follows_program_order(predicted, o);
     check_agreement(predicted, measured, o, memory);
     memory_checked += memory;
     (measured.outcome == real::Outcome::hang ? hung : finished) += 1;

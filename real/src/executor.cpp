@@ -25,6 +25,9 @@ using detail::RunShared;
 
 // The host backend runs a thread per rank.
 constexpr int kMaxRanks = 1024;
+// Events this close (a fraction of a time unit) count as one instant when sent buffers are
+// released: the host's timing jitter, tens of microseconds, cannot order them better.
+constexpr double kTieWindow = 0.02;
 // Real bytes allocated over a whole run, at most (the memory scale is chosen to fit).
 constexpr double kRealBudget = 256.0 * 1024 * 1024;
 
@@ -76,6 +79,7 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
                 compute,
                 RunClock(),
                 s.time_scale > 0 ? s.time_scale : 1e-3,
+                s.time_scale * kTieWindow,
                 memory_scale,
                 iteration,
                 &recorder};

@@ -87,11 +87,12 @@ void RankRunner::counter(double t) {
 // those times, before the rank's memory changes again (as the simulator applies them).
 void RankRunner::reap(double t) {
   if (frees_when_sent_.empty()) return;
-  // A transfer that by the clock has ended is waited for: the thread that ends transfers may be
-  // a little late, and the model says its buffer is gone by now.
+  // A transfer under way that ends by now, or within the tie window after now, is waited for:
+  // the model may put its end and this allocation at one instant (uniform costs make such ties
+  // common), where releases count first; the host's jitter cannot order them better than that.
   for (Live* l : frees_when_sent_) {
     const double ends = l->request->ends_at.load(std::memory_order_relaxed);
-    if (ends >= 0 && ends <= t * run_.unit_seconds &&
+    if (ends >= 0 && ends <= t * run_.unit_seconds + run_.tie_window &&
         !l->request->complete.load(std::memory_order_acquire)) {
       const RequestPtr r = l->request;
       if (!run_.transport.wait(rank_, std::span<const RequestPtr>(&r, 1))) return;

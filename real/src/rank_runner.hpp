@@ -33,6 +33,7 @@ struct RunShared {
   Compute& compute;
   RunClock clock;
   double unit_seconds;  // wall seconds per time unit of the trace
+  double tie_window;    // wall seconds within which two events count as one instant
   double memory_scale;
   std::uint64_t iteration;
   record::Observer* observer;
