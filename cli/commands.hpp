@@ -68,6 +68,7 @@ struct RealOptions {
   std::optional<std::string> backend, compute, time_scale, memory_scale, iterations, warmup,
       hang_timeout;
   std::string trace_file;
+  std::string report_file;  // --report: the HTML report of the simulated and the measured run
   bool json = false;
   bool calibrate = false;
 };

@@ -111,6 +111,9 @@ int run_cli(int argc, char** argv) {
       ->type_name("SECONDS");
   auto* real_trace = real_sub->add_option("--trace", real_options.trace_file,
                                           "write a Chrome trace of the measured run");
+  auto* real_report =
+      real_sub->add_option("--report", real_options.report_file,
+                           "write an HTML report of the simulated and the measured run side by side");
   real_sub->add_flag("--json", real_options.json, "print one JSON object");
   real_sub->add_flag("--calibrate", real_options.calibrate,
                      "replay with per-op durations measured in the run before comparing");
@@ -155,8 +158,16 @@ int run_cli(int argc, char** argv) {
               << "'\n";
     return kBadInput;
   }
-  if (*real_sub && real_trace->count() > 0 && real_options.trace_file.empty()) {
-    std::cerr << "ppsim: error: --trace: the file name is empty\n";
+  for (const auto& [opt, file] : {std::pair{real_trace, &real_options.trace_file},
+                                  std::pair{real_report, &real_options.report_file}})
+    if (*real_sub && opt->count() > 0 && file->empty()) {
+      std::cerr << "ppsim: error: " << opt->get_name() << ": the file name is empty\n";
+      return kBadInput;
+    }
+  if (*real_sub && !real_options.report_file.empty() &&
+      real_options.report_file == real_options.trace_file) {
+    std::cerr << "ppsim: error: --report and --trace name the same file '"
+              << real_options.report_file << "'\n";
     return kBadInput;
   }
   // Configs may carry the executor's `real` section whatever the subcommand.

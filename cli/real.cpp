@@ -23,6 +23,7 @@
 #include "ppsim/real/transport.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
+#include "ppsim/viz/html_report.hpp"
 #include "ppsim/viz/json_report.hpp"
 
 namespace ppsim::cli {
@@ -335,8 +336,9 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
     const config::Prepared prepared =
         config::prepare(cfg, {common.max_memory, config::Workload::trace});
     // Opened before the run: a bad path fails at once, and the temporary goes whatever happens.
-    std::optional<OutputFile> trace;
+    std::optional<OutputFile> trace, report;
     if (!o.trace_file.empty()) trace.emplace(o.trace_file);
+    if (!o.report_file.empty()) report.emplace(o.report_file);
 
     record::RunRecord predicted = sim::analyze(prepared, {.trace = true});
     real::Execution run;
@@ -355,17 +357,26 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
     }
     const real::Comparison c = real::compare(predicted, run.record);
 
-    // The measured run's trace, also a partial one (hang, interrupt, failure): what happened
-    // up to the stop is what one wants to look at.
+    // The simulated and the measured run in one trace, one process group each; the measured
+    // one also when partial (hang, interrupt, failure): what happened up to the stop is what
+    // one wants to look at.
     if (trace) {
       if (run.record.trace) {
-        viz::write_chrome_trace(
-            trace->stream(), *run.record.trace, *run.record.program,
-            {config::microseconds_per_unit(cfg.time_unit), cfg.name + " (measured)"});
+        std::vector<viz::LabelledRun> runs;
+        if (predicted.trace) runs.push_back({&predicted, "simulated"});
+        runs.push_back({&run.record, "measured"});
+        viz::write_chrome_trace(trace->stream(), runs,
+                                {config::microseconds_per_unit(cfg.time_unit), cfg.name});
         trace->commit();
       } else {
         trace->abandon();
       }
+    }
+
+    if (report) {
+      viz::write_html_report(report->stream(), {predicted, run.record},
+                             {fmt::format("{}: simulated and measured", cfg.name)});
+      report->commit();
     }
 
     // Disagreement: a different verdict, or (for a run that finished) different peaks. Peak

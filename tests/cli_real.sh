@@ -36,6 +36,23 @@ contains "does-not-exist.json"
 expect 2 real "$SRC/configs/1f1b.json" --set real.warmup=-1
 contains "real.warmup"
 expect 2 real "$SRC/configs/1f1b.json" --trace "$tmp/no/such/dir/t.json" --time-scale 0
+expect 2 real "$SRC/configs/1f1b.json" --report ""
+contains "--report: the file name is empty"
+expect 2 real "$SRC/configs/1f1b.json" --report "$tmp/same" --trace "$tmp/same"
+contains "name the same file"
+
+# One trace with both runs as process groups, and the side-by-side report.
+expect 0 real "$SRC/configs/1f1b.json" --time-scale 0 --trace "$tmp/both.json" --report "$tmp/r.html"
+python3 - "$tmp/both.json" "$tmp/r.html" <<'PY' || fail=1
+import json, sys
+t = json.load(open(sys.argv[1]))
+names = {e["args"]["name"] for e in t["traceEvents"] if e.get("name") == "process_name"}
+want = {f"{g} rank {r}" for g in ("simulated", "measured") for r in range(4)}
+assert names == want, names
+page = open(sys.argv[2]).read()
+assert page.count('class="timeline"') >= 2 or page.count("<svg") >= 2, "two timelines"
+assert "measured" in page and "simulated" in page
+PY
 
 # A run that finishes and agrees with the simulator: 0, JSON that parses.
 expect 0 real "$SRC/configs/1f1b.json" --time-scale 0

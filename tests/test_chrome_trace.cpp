@@ -7,7 +7,11 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "helpers.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/real/executor.hpp"
 #include "ppsim/record/observer.hpp"
 #include "ppsim/record/run_record.hpp"
 #include "ppsim/schedules/op.hpp"
@@ -377,4 +381,45 @@ TEST_CASE("a deadlocked run's trace marks where each rank blocked for good", "[t
     CHECK(e.at("ts").get<double>() == Approx(start * 1000.0));
     CHECK(e.at("args").at("peer").get<int>() >= 0);
   }
+}
+
+TEST_CASE("A simulated and a measured run go into one Chrome trace as two process groups",
+          "[chrome_trace][real]") {
+  const auto p = std::make_shared<const schedules::Program>(test::lowered("1f1b", 4, 8, 1, "async"));
+  config::Prepared prep;
+  prep.config.name = "two groups";
+  prep.program = p;
+  prep.model = test::uniform(4, 1, 2);
+  const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
+  real::Settings s;
+  s.time_scale = 0;
+  const real::Execution measured = real::execute(prep, {s});
+  const std::vector<viz::LabelledRun> runs = {{&predicted, "simulated"},
+                                              {&measured.record, "measured"}};
+  std::ostringstream out;
+  viz::write_chrome_trace(out, runs, {});
+  const auto j = nlohmann::json::parse(out.str());
+  std::set<int> sim_pids, real_pids;
+  std::size_t sim_compute = 0, real_compute = 0;
+  std::map<int, std::string> names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      names[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "X" && e["cat"] == "compute")
+      (e["pid"].get<int>() < 4 ? sim_compute : real_compute) += 1;
+  }
+  REQUIRE(names.size() == 8);
+  for (int r = 0; r < 4; ++r) {
+    CHECK(names[r] == fmt::format("simulated rank {}", r));
+    CHECK(names[4 + r] == fmt::format("measured rank {}", r));
+  }
+  // Every compute op of the program, once in each group.
+  std::size_t compute_ops = 0;
+  for (int r = 0; r < 4; ++r)
+    for (const auto& op : p->ops(r)) compute_ops += schedules::is_compute(op.kind);
+  CHECK(sim_compute == compute_ops);
+  CHECK(real_compute == compute_ops);
+  REQUIRE(j["otherData"]["runs"].size() == 2);
+  CHECK(j["otherData"]["runs"][0]["config"]["origin"] == "simulated");
+  CHECK(j["otherData"]["runs"][1]["config"]["origin"] == "measured");
 }

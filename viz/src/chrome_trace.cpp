@@ -102,14 +102,26 @@ StuckInfo stuck_info(const record::RunRecord& rec, int rank) {
   return {};
 }
 
-void write_trace(std::ostream& out, const record::Trace& trace, const schedules::Program& program,
-                 const ChromeTraceOptions& options, const record::RunRecord* rec);
+// One run's events, its ranks as processes pid_base + rank named "<label> rank N" (just "rank N"
+// without a label). Returns the run's metadata (null without a record).
+nlohmann::json write_run(Writer& w, const record::Trace& trace, const schedules::Program& program,
+                         const ChromeTraceOptions& options, const record::RunRecord* rec,
+                         int pid_base, const std::string& label, std::uint64_t& flow);
+std::string other_data(const ChromeTraceOptions& options, const record::Trace& trace,
+                       const schedules::Program& program) {
+  return fmt::format(R"("title":"{}","time_unit":"{}","ranks":{},"stages":{},"microbatches":{})",
+                     escape(options.title), escape(trace.time_unit), program.ranks(),
+                     program.stages(), program.microbatches());
+}
 
 }  // namespace
 
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options) {
-  write_trace(out, trace, program, options, nullptr);
+  Writer w(out);
+  std::uint64_t flow = 0;
+  write_run(w, trace, program, options, nullptr, 0, "", flow);
+  w.close(other_data(options, trace, program));
 }
 
 void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
@@ -118,35 +130,63 @@ void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
   if (!rec.program) throw std::invalid_argument("chrome trace: the run record has no program");
   ChromeTraceOptions o = options;
   if (o.title.empty()) o.title = rec.info.name;
-  write_trace(out, *rec.trace, *rec.program, o, &rec);
+  Writer w(out);
+  std::uint64_t flow = 0;
+  const nlohmann::json meta = write_run(w, *rec.trace, *rec.program, o, &rec, 0, "", flow);
+  std::string other = other_data(o, *rec.trace, *rec.program);
+  for (const auto& [key, value] : meta.items()) other += fmt::format(R"(,"{}":{})", key, dump(value));
+  w.close(other);
+}
+
+void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
+                        const ChromeTraceOptions& options) {
+  for (const auto& r : runs)
+    if (!r.record || !r.record->trace || !r.record->program)
+      throw std::invalid_argument("chrome trace: a run record has no trace or no program");
+  Writer w(out);
+  std::uint64_t flow = 0;
+  int pid_base = 0;
+  nlohmann::json metas = nlohmann::json::array();
+  for (const auto& r : runs) {
+    ChromeTraceOptions o = options;
+    if (o.title.empty()) o.title = r.record->info.name;
+    nlohmann::json meta =
+        write_run(w, *r.record->trace, *r.record->program, o, r.record, pid_base, r.label, flow);
+    meta["label"] = r.label;
+    metas.push_back(std::move(meta));
+    pid_base += r.record->program->ranks();
+  }
+  w.close(fmt::format(R"("title":"{}","runs":{})", escape(options.title), dump(metas)));
 }
 
 namespace {
 
-void write_trace(std::ostream& out, const record::Trace& trace, const schedules::Program& program,
-                 const ChromeTraceOptions& options, const record::RunRecord* rec) {
+nlohmann::json write_run(Writer& w, const record::Trace& trace, const schedules::Program& program,
+                         const ChromeTraceOptions& options, const record::RunRecord* rec,
+                         int pid_base, const std::string& label, std::uint64_t& flow) {
   const double k = options.us_per_unit;
   const schedules::Semantics sem(program);
-  Writer w(out);
+  const std::string prefix = label.empty() ? "" : escape(label) + " ";
   std::set<std::pair<int, int>> threads;  // (rank, tid) seen
   for (int r = 0; r < program.ranks(); ++r) {
     w.event(fmt::format(
-        R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {}"}})", r, r));
+        R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"{}rank {}"}})",
+        pid_base + r, prefix, r));
     w.event(fmt::format(
-        R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}})", r,
-        r));
+        R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}})",
+        pid_base + r, pid_base + r));
     w.event(fmt::format(
-        R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"compute"}})", r,
-        kComputeTid));
+        R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"compute"}})",
+        pid_base + r, kComputeTid));
     w.event(fmt::format(
-        R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"comm ops"}})", r,
-        kCommTid));
+        R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"comm ops"}})",
+        pid_base + r, kCommTid));
   }
   auto name_thread = [&](int rank, int tid, const std::string& name) {
     if (threads.insert({rank, tid}).second)
       w.event(
           fmt::format(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}})",
-                      rank, tid, name));
+                      pid_base + rank, tid, name));
   };
 
   for (const auto& s : trace.spans) {
@@ -157,7 +197,7 @@ void write_trace(std::ostream& out, const record::Trace& trace, const schedules:
       const auto& head = schedules::is_composite(op.kind) ? program.parts(s.rank, op).front() : op;
       w.event(fmt::format(
           R"("ph":"X","name":"{}","cat":"compute","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"kind":"{}","stage":{},"microbatch":{},"chunk":{},"position":{}}})",
-          text, s.rank, kComputeTid, s.start * k, (s.end - s.start) * k,
+          text, pid_base + s.rank, kComputeTid, s.start * k, (s.end - s.start) * k,
           schedules::to_string(op.kind), head.stage, head.microbatch,
           program.place(head.stage).chunk, s.pos));
     } else if (s.kind == record::SpanKind::blocked) {
@@ -167,15 +207,14 @@ void write_trace(std::ostream& out, const record::Trace& trace, const schedules:
                             sem.peer_of(op));
       w.event(fmt::format(
           R"("ph":"X","name":"{}","cat":"comm","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{{}}})",
-          text, s.rank, kCommTid, s.start * k, (s.end - s.start) * k, args));
+          text, pid_base + s.rank, kCommTid, s.start * k, (s.end - s.start) * k, args));
     } else {
       w.event(fmt::format(
           R"("ph":"i","s":"t","name":"post {}","cat":"comm","pid":{},"tid":{},"ts":{:.6f},"args":{{"position":{},"peer":{}}})",
-          text, s.rank, kCommTid, s.start * k, s.pos, sem.peer_of(op)));
+          text, pid_base + s.rank, kCommTid, s.start * k, s.pos, sem.peer_of(op)));
     }
   }
 
-  std::uint64_t flow = 0;
   for (const auto& t : trace.transfers) {
     const auto& sop = program.ops(t.src_rank)[static_cast<std::size_t>(t.src_pos)];
     const auto& rop = program.ops(t.dst_rank)[static_cast<std::size_t>(t.dst_pos)];
@@ -185,37 +224,37 @@ void write_trace(std::ostream& out, const record::Trace& trace, const schedules:
     const double ts = t.start * k, dur = (t.end - t.start) * k;
     w.event(fmt::format(
         R"("ph":"X","name":"{}","cat":"transfer","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"bytes":{},"to":{},"stage":{},"microbatch":{}}})",
-        escape(program.op_text(t.src_rank, sop)), t.src_rank, stid, ts, dur, t.bytes, t.dst_rank,
+        escape(program.op_text(t.src_rank, sop)), pid_base + t.src_rank, stid, ts, dur, t.bytes, t.dst_rank,
         sop.stage, sop.microbatch));
     w.event(fmt::format(
         R"("ph":"X","name":"{}","cat":"transfer","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"bytes":{},"from":{},"stage":{},"microbatch":{}}})",
-        escape(program.op_text(t.dst_rank, rop)), t.dst_rank, rtid, ts, dur, t.bytes, t.src_rank,
+        escape(program.op_text(t.dst_rank, rop)), pid_base + t.dst_rank, rtid, ts, dur, t.bytes, t.src_rank,
         rop.stage, rop.microbatch));
     // Flow arrow: starts inside the send slice, binds to the enclosing receive slice.
     const double mid = ts + dur / 2;
     w.event(fmt::format(
         R"("ph":"s","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})", flow,
-        t.src_rank, stid, mid));
+        pid_base + t.src_rank, stid, mid));
     w.event(fmt::format(
         R"("ph":"f","bp":"e","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})",
-        flow, t.dst_rank, rtid, mid));
+        flow, pid_base + t.dst_rank, rtid, mid));
     ++flow;
   }
 
   for (const auto& c : trace.counters) {
     w.event(fmt::format(R"("ph":"C","name":"memory","pid":{},"ts":{:.6f},"args":{{"bytes":{}}})",
-                        c.rank, c.time * k, c.memory_bytes));
+                        pid_base + c.rank, c.time * k, c.memory_bytes));
     w.event(fmt::format(
-        R"("ph":"C","name":"inflight","pid":{},"ts":{:.6f},"args":{{"microbatches":{}}})", c.rank,
-        c.time * k, c.inflight));
+        R"("ph":"C","name":"inflight","pid":{},"ts":{:.6f},"args":{{"microbatches":{}}})",
+        pid_base + c.rank, c.time * k, c.inflight));
   }
   nlohmann::json meta;
   if (rec) {
     meta = run_metadata(*rec);
     // A global instant at 0 whose args Perfetto and chrome://tracing show when it is selected.
     w.event(fmt::format(
-        R"("ph":"i","s":"g","name":"run: {}","cat":"run","pid":0,"tid":0,"ts":0,"args":{})",
-        escape(options.title), dump(meta)));
+        R"("ph":"i","s":"g","name":"run: {}{}","cat":"run","pid":{},"tid":0,"ts":0,"args":{})",
+        prefix, escape(options.title), pid_base, dump(meta)));
     // Where each rank blocked for good: an instant on its comm-ops thread, at the start of the op.
     for (int r = 0; r < program.ranks() && r < static_cast<int>(trace.ranks.size()); ++r) {
       const auto& rt = trace.ranks[static_cast<std::size_t>(r)];
@@ -239,18 +278,11 @@ void write_trace(std::ostream& out, const record::Trace& trace, const schedules:
       }
       w.event(fmt::format(
           R"("ph":"i","s":"t","name":"blocked for good: {}","cat":"deadlock","pid":{},"tid":{},"ts":{:.6f},"args":{})",
-          escape(program.op_text(r, program.ops(r)[static_cast<std::size_t>(rt.stuck_pos)])), r,
-          kCommTid, at * k, dump(args)));
+          escape(program.op_text(r, program.ops(r)[static_cast<std::size_t>(rt.stuck_pos)])),
+          pid_base + r, kCommTid, at * k, dump(args)));
     }
   }
-  std::string other =
-      fmt::format(R"("title":"{}","time_unit":"{}","ranks":{},"stages":{},"microbatches":{})",
-                  escape(options.title), escape(trace.time_unit), program.ranks(), program.stages(),
-                  program.microbatches());
-  if (rec)
-    for (const auto& [key, value] : meta.items())
-      other += fmt::format(R"(,"{}":{})", key, dump(value));
-  w.close(other);
+  return meta;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // at time 0 that Perfetto shows), and, when the run hung, an instant event where each rank blocked
 // for good.
 #include <ostream>
+#include <span>
 #include <string>
 
 #include "ppsim/record/run_record.hpp"
@@ -25,5 +26,15 @@ void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
 
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options);
+
+// Several runs in one trace, one process group each (e.g. a simulated and a measured run of one
+// config): run k's ranks are processes named "<label> rank N", after the ranks of the runs
+// before it; otherData holds each run's metadata under "runs".
+struct LabelledRun {
+  const record::RunRecord* record;
+  std::string label;
+};
+void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
+                        const ChromeTraceOptions& options);
 
 }  // namespace ppsim::viz
