@@ -313,7 +313,8 @@ TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
 // Timing, on a quiet machine: ctest runs this one alone (tests/CMakeLists.txt, RUN_SERIAL), 1 time
 // unit = 5 ms of wall clock, the median of 3 iterations after a warm-up.
 TEST_CASE("Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved "
-          "at P = 4, and every bundled config's peak memory per rank exactly equal",
+          "at P = 4; every bundled config's peaks equal (memory: exactly where program order "
+          "fixes it, else within whole communication buffers)",
           "[.timing]") {
   real::Settings s = untimed();
   s.time_scale = 5e-3;
@@ -333,13 +334,24 @@ TEST_CASE("Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B 
     INFO("predicted " << predicted_makespan << ", measured " << measured_makespan);
     CHECK(std::abs(measured_makespan - predicted_makespan) <= 0.05 * predicted_makespan);
   }
+  // Memory peaks that depend on when transfers end: with the clock running they agree exactly
+  // when the host keeps time (ties resolved by the tie window), else by whole communication
+  // buffers moved across an allocation.
   s.iterations = 1;
-  s.warmup = 0;
   for (const auto& e : fs::directory_iterator(root / "configs")) {
     if (e.path().extension() != ".json") continue;
     INFO(e.path().string());
     const config::Prepared prep = config::prepare(config::load_config(e.path().string()));
-    check_agreement(sim::analyze(prep, {.trace = true}), real::execute(prep, {s}), prep.model,
-                    true);
+    const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
+    const real::Execution measured = real::execute(prep, {s});
+    const bool fixed = real::memory_follows_program_order(predicted, prep.model);
+    check_agreement(predicted, measured, prep.model, fixed);
+    const std::int64_t buffer = prep.model.network.boundary_bytes;
+    for (std::size_t r = 0; r < predicted.metrics->per_rank.size(); ++r) {
+      const std::int64_t diff = measured.record.metrics->per_rank[r].peak_memory_bytes -
+                                predicted.metrics->per_rank[r].peak_memory_bytes;
+      INFO("rank " << r << " differs by " << diff << " B");
+      CHECK((buffer > 0 ? diff % buffer == 0 && std::abs(diff) <= 2 * buffer : diff == 0));
+    }
   }
 }

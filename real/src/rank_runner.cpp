@@ -29,6 +29,7 @@ RankRunner::RankRunner(RunShared& run, int rank)
 }
 
 void RankRunner::run() noexcept {
+  precise_timers();
   try {
     issue_all();
   } catch (const std::exception& e) {

@@ -298,6 +298,7 @@ class HostTransport final : public Transport {
   // The network: ends transfers at their deadlines (sleeping until the next one, spinning the
   // last stretch) and starts the next transfer on each link freed.
   void network_loop() {
+    precise_timers();
     std::unique_lock lock(mu_);
     while (!closing_) {
       if (aborted_ || pending_.empty()) {
@@ -306,13 +307,13 @@ class HostTransport final : public Transport {
       }
       const Pending next = pending_.top();
       const auto deadline = ctx_->clock.at(next.end);
-      const auto spin_from = deadline - std::chrono::microseconds(200);
+      const auto spin_from = deadline - std::chrono::microseconds(100);
       if (RunClock::Clock::now() < spin_from) {
         network_cv_.wait_until(lock, spin_from);
         continue;  // something may have changed
       }
       lock.unlock();
-      sleep_until(deadline, std::chrono::microseconds(200));
+      sleep_until(deadline);
       lock.lock();
       if (closing_ || pending_.empty() || pending_.top().seq != next.seq) continue;
       pending_.pop();

@@ -22,6 +22,10 @@ class RunClock {
 
 // Holds the calling thread until `deadline`: sleeps until `spin` before it, then spins.
 void sleep_until(RunClock::Clock::time_point deadline,
-                 std::chrono::nanoseconds spin = std::chrono::microseconds(200));
+                 std::chrono::nanoseconds spin = std::chrono::microseconds(100));
+
+// Asks the kernel to wake the calling thread on time (Linux's default timer slack lets a sleep
+// run 50 us long); a no-op elsewhere. Each thread that keeps time calls it once.
+void precise_timers();
 
 }  // namespace ppsim::real
