@@ -111,9 +111,9 @@ int run_cli(int argc, char** argv) {
       ->type_name("SECONDS");
   auto* real_trace = real_sub->add_option("--trace", real_options.trace_file,
                                           "write a Chrome trace of the measured run");
-  auto* real_report =
-      real_sub->add_option("--report", real_options.report_file,
-                           "write an HTML report of the simulated and the measured run side by side");
+  auto* real_report = real_sub->add_option(
+      "--report", real_options.report_file,
+      "write an HTML report of the simulated and the measured run side by side");
   real_sub->add_flag("--json", real_options.json, "print one JSON object");
   real_sub->add_flag("--calibrate", real_options.calibrate,
                      "replay with per-op durations measured in the run before comparing");

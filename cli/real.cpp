@@ -401,8 +401,7 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
                                    c.predicted_verdict, c.measured_verdict);
       else if (run.outcome == real::Outcome::finished && !peaks.inflight_equal)
         disagreement = "peak in-flight microbatches differ: " + peak_differences(c, false);
-      else if (run.outcome == real::Outcome::finished && peaks.memory_fixed &&
-               !peaks.memory_equal)
+      else if (run.outcome == real::Outcome::finished && peaks.memory_fixed && !peaks.memory_equal)
         disagreement = "peak memory differs: " + peak_differences(c, true);
     }
     int code = kOk;

@@ -385,7 +385,8 @@ TEST_CASE("a deadlocked run's trace marks where each rank blocked for good", "[t
 
 TEST_CASE("A simulated and a measured run go into one Chrome trace as two process groups",
           "[chrome_trace][real]") {
-  const auto p = std::make_shared<const schedules::Program>(test::lowered("1f1b", 4, 8, 1, "async"));
+  const auto p =
+      std::make_shared<const schedules::Program>(test::lowered("1f1b", 4, 8, 1, "async"));
   config::Prepared prep;
   prep.config.name = "two groups";
   prep.program = p;

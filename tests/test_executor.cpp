@@ -1,11 +1,11 @@
 // The host executor runs the op lists for real and must observe what the simulator predicts:
 // the same verdict (finishes / deadlocks, with the same ranks stuck on the same ops), the same
 // hazards at the same ops, and the same peak in-flight microbatches and peak memory per rank.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fmt/format.h>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -62,8 +62,7 @@ std::set<std::string> hazards(const record::RunRecord& rec) {
 // and the transfers of one directed link never overlap.
 void check_transfers(const record::Trace& trace, bool eager) {
   std::map<std::pair<int, int>, double> posted;  // (rank, pos) -> when its op was issued
-  for (const auto& sp : trace.spans)
-    posted[{sp.rank, sp.pos}] = sp.start;
+  for (const auto& sp : trace.spans) posted[{sp.rank, sp.pos}] = sp.start;
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> links;
   for (const auto& t : trace.transfers) {
     INFO("transfer rank " << t.src_rank << " op " << t.src_pos << " -> rank " << t.dst_rank
@@ -87,8 +86,7 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
   const record::RunRecord& m = measured.record;
   REQUIRE(predicted.metrics);
   REQUIRE(m.metrics);
-  CHECK(real::to_string(measured.outcome) ==
-        std::string(predicted.deadlock ? "hang" : "finished"));
+  CHECK(real::to_string(measured.outcome) == std::string(predicted.deadlock ? "hang" : "finished"));
   CHECK(m.verdict().kind == predicted.verdict().kind);
   CHECK(m.deadlock.has_value() == predicted.deadlock.has_value());
   if (m.deadlock && predicted.deadlock) {
@@ -120,9 +118,10 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
 
 }  // namespace
 
-TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck ops, hazards, "
-          "in-flight and, where program order fixes it, memory peaks)",
-          "[real][threads][golden]") {
+TEST_CASE(
+    "Executor and simulator agree on every bundled config (verdict, stuck ops, hazards, "
+    "in-flight and, where program order fixes it, memory peaks)",
+    "[real][threads][golden]") {
   const fs::path root = PPSIM_SOURCE_DIR;
   int configs = 0;
   for (const auto& e : fs::directory_iterator(root / "configs")) {
@@ -139,9 +138,10 @@ TEST_CASE("Executor and simulator agree on every bundled config (verdict, stuck 
   CHECK(configs >= 6);
 }
 
-TEST_CASE("The three classic 1F1B cases: all-blocking hangs with ranks 2 and 3 in sends to each "
-          "other; async forward sends and Megatron's batched pairs finish",
-          "[real][threads]") {
+TEST_CASE(
+    "The three classic 1F1B cases: all-blocking hangs with ranks 2 and 3 in sends to each "
+    "other; async forward sends and Megatron's batched pairs finish",
+    "[real][threads]") {
   const auto run = [](std::string_view style) {
     auto p = test::lowered("1f1b", 4, 8, 1, style);
     return real::execute(prepared_of(std::move(p), test::uniform(4, 1, 2)), {untimed()});
@@ -158,9 +158,10 @@ TEST_CASE("The three classic 1F1B cases: all-blocking hangs with ranks 2 and 3 i
   CHECK(run("batched").outcome == real::Outcome::finished);
 }
 
-TEST_CASE("Executor and simulator agree on 300 random programs (schedules, comm styles, "
-          "networks, matching, eager sends; ops swapped or dropped)",
-          "[real][threads][property]") {
+TEST_CASE(
+    "Executor and simulator agree on 300 random programs (schedules, comm styles, "
+    "networks, matching, eager sends; ops swapped or dropped)",
+    "[real][threads][property]") {
   std::mt19937 rng(11);
   int hung = 0, finished = 0, memory_checked = 0;
   for (int i = 0; i < 300; ++i) {
@@ -179,9 +180,10 @@ TEST_CASE("Executor and simulator agree on 300 random programs (schedules, comm 
   CHECK(memory_checked > 50);
 }
 
-TEST_CASE("Under fifo matching a send met by the wrong receive is seen in the data, at the "
-          "receive the simulator names",
-          "[real][threads]") {
+TEST_CASE(
+    "Under fifo matching a send met by the wrong receive is seen in the data, at the "
+    "receive the simulator names",
+    "[real][threads]") {
   // Rank 0 sends microbatch 1's activation before microbatch 0's; rank 1 receives 0 first.
   auto p = schedules::Program::parse(
       "0F0,0F1,0SEND_F1#0,0SEND_F0#1,WAIT(0;1),0RECV_B0,0B0,0RECV_B1,0B1\n"
@@ -200,9 +202,10 @@ TEST_CASE("Under fifo matching a send met by the wrong receive is seen in the da
   CHECK(real::execute(prepared_of(p, o), {untimed()}).record.diagnostics.empty());
 }
 
-TEST_CASE("Eager sends complete locally: all-blocking 1F1B finishes when its messages fit the "
-          "eager limit, as the simulator predicts",
-          "[real][threads]") {
+TEST_CASE(
+    "Eager sends complete locally: all-blocking 1F1B finishes when its messages fit the "
+    "eager limit, as the simulator predicts",
+    "[real][threads]") {
   auto o = test::uniform(4, 1, 2);
   o.network.boundary_bytes = 1000;
   o.network.eager_limit = 4096;
@@ -213,9 +216,10 @@ TEST_CASE("Eager sends complete locally: all-blocking 1F1B finishes when its mes
   CHECK(measured.record.ok());
 }
 
-TEST_CASE("A request owns its buffer: a backward that frees the output of an unwaited send is "
-          "reported at that op, and the storage stays until the wait",
-          "[real][threads]") {
+TEST_CASE(
+    "A request owns its buffer: a backward that frees the output of an unwaited send is "
+    "reported at that op, and the storage stays until the wait",
+    "[real][threads]") {
   // Rank 0 posts SEND_F0 and runs B0 (freeing F0's output) before waiting for it.
   auto p = schedules::Program::parse(
       "0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n"
@@ -231,9 +235,10 @@ TEST_CASE("A request owns its buffer: a backward that frees the output of an unw
   CHECK(measured.outcome == real::Outcome::finished);
 }
 
-TEST_CASE("Released storage is guarded: a read or write after release is reported with both "
-          "ops, never a read of freed memory",
-          "[real]") {
+TEST_CASE(
+    "Released storage is guarded: a read or write after release is reported with both "
+    "ops, never a read of freed memory",
+    "[real]") {
   real::Allocator a(0.5);
   real::Buffer b(a, {false, 2, 1}, 1000);
   CHECK(a.live() == 1000);
@@ -276,8 +281,8 @@ TEST_CASE("A rank that throws stops every rank cleanly; the failure names the ra
           "[real][threads]") {
   auto& registry = real::ComputeRegistry::instance();
   if (!registry.find("test-throwing"))
-    registry.add({"test-throwing", "throws on rank 2",
-                  [] { return std::make_unique<ThrowingCompute>(); }});
+    registry.add(
+        {"test-throwing", "throws on rank 2", [] { return std::make_unique<ThrowingCompute>(); }});
   real::Settings s = untimed();
   s.compute = "test-throwing";
   s.hang_timeout = 60;  // the failure, not the watchdog, must stop it
@@ -292,7 +297,8 @@ TEST_CASE("A rank that throws stops every rank cleanly; the failure names the ra
   CHECK_FALSE(ex.record.deadlock);
 }
 
-TEST_CASE("An interrupted run stops every rank, even in the middle of long ops", "[real][threads]") {
+TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
+          "[real][threads]") {
   real::Settings s = untimed();
   s.time_scale = 1.0;  // 1 unit = 1 s: the run would take a minute
   s.hang_timeout = 60;
@@ -312,10 +318,11 @@ TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
 
 // Timing, on a quiet machine: ctest runs this one alone (tests/CMakeLists.txt, RUN_SERIAL), 1 time
 // unit = 5 ms of wall clock, the median of 3 iterations after a warm-up.
-TEST_CASE("Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved "
-          "at P = 4; every bundled config's peaks equal (memory: exactly where program order "
-          "fixes it, else within whole communication buffers)",
-          "[.timing]") {
+TEST_CASE(
+    "Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved "
+    "at P = 4; every bundled config's peaks equal (memory: exactly where program order "
+    "fixes it, else within whole communication buffers)",
+    "[.timing]") {
   real::Settings s = untimed();
   s.time_scale = 5e-3;
   s.iterations = 3;

@@ -50,8 +50,8 @@ Buffer::~Buffer() {
 void Buffer::write(const Payload& p, int rank, int pos, const std::string& op) {
   if (!storage_)
     throw HazardError("released_storage_access", rank, pos,
-                      fmt::format("rank {} op {} ({}) writes the {} whose storage {} released", rank,
-                                  pos, op, describe(tensor_), released_by_));
+                      fmt::format("rank {} op {} ({}) writes the {} whose storage {} released",
+                                  rank, pos, op, describe(tensor_), released_by_));
   std::memcpy(storage_.get(), &p, sizeof p);
   // The rest of the storage, as a kernel writing its output would.
   std::memset(storage_.get() + sizeof p, static_cast<int>(p.tensor.microbatch & 0xff),

@@ -165,8 +165,13 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
 
   Execution ex;
   record::RunRecord& rec = ex.record;
-  rec.info = {c.name,       c.source, c.kind, c.comm_style(),
-              std::string(config::to_string(c.network.matching)), c.time_unit, "measured"};
+  rec.info = {c.name,
+              c.source,
+              c.kind,
+              c.comm_style(),
+              std::string(config::to_string(c.network.matching)),
+              c.time_unit,
+              "measured"};
   rec.program = prepared.program;
   auto diagnostics = schedules::validate(p);
   if (schedules::has_fatal(diagnostics)) {  // as the simulator, it does not run such a program
@@ -175,11 +180,10 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   }
   for (int r = 0; r < p.ranks(); ++r)
     for (const auto& op : p.ops(r))
-      if (schedules::is_compute(op.kind) &&
-          !config::op_duration(prepared.model.costs, p, r, op))
-        throw config::ConfigError(c.source, "costs",
-                                  fmt::format("{} needs backward_input and backward_weight costs",
-                                              p.op_text(r, op)));
+      if (schedules::is_compute(op.kind) && !config::op_duration(prepared.model.costs, p, r, op))
+        throw config::ConfigError(
+            c.source, "costs",
+            fmt::format("{} needs backward_input and backward_weight costs", p.op_text(r, op)));
 
   ex.memory_scale = s.memory_scale > 0 ? s.memory_scale : auto_memory_scale(p, prepared.model);
   const schedules::Semantics sem(p);

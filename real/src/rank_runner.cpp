@@ -23,8 +23,8 @@ RankRunner::RankRunner(RunShared& run, int rank)
   timeline_.static_bytes = run_.model.memory.static_bytes * chunks;
   // Weights and optimizer state: really held for the whole run, outside the counters (as in the
   // simulator, they are RankTimeline::static_bytes), and allocated before the clock starts.
-  static_ = std::make_unique<Buffer>(static_allocator_, schedules::TensorId{},
-                                     timeline_.static_bytes);
+  static_ =
+      std::make_unique<Buffer>(static_allocator_, schedules::TensorId{}, timeline_.static_bytes);
   static_->write({}, rank_, -1, "the weights");
 }
 
@@ -36,9 +36,9 @@ void RankRunner::run() noexcept {
     std::lock_guard lock(run_.failure_mu);
     const int pos = stopped_pos_;
     if (run_.failure.empty())
-      run_.failure = pos >= 0 ? fmt::format("rank {} op {} ({}): {}", rank_, pos, op_text(pos),
-                                            e.what())
-                              : fmt::format("rank {}: {}", rank_, e.what());
+      run_.failure = pos >= 0
+                         ? fmt::format("rank {} op {} ({}): {}", rank_, pos, op_text(pos), e.what())
+                         : fmt::format("rank {}: {}", rank_, e.what());
     run_.cancel.store(true);
     run_.transport.abort();
   }
@@ -151,8 +151,7 @@ void RankRunner::run_compute(int pos, const Op& op) {
   const auto& mem = run_.model.memory;
   const double t0 = now();
   const auto duration = config::op_duration(run_.model.costs, run_.program, rank_, op);
-  if (!duration)
-    throw std::runtime_error("I/W without backward_input and backward_weight costs");
+  if (!duration) throw std::runtime_error("I/W without backward_input and backward_weight costs");
   std::vector<Buffer*> inputs, outputs;
   sem.for_each_part(rank_, op, [&](const Op& part) {
     const std::size_t cell = sem.cell_index(part.stage, part.microbatch);
@@ -329,19 +328,18 @@ void RankRunner::completed(Live& l) {
         hazard("message_order_mismatch", r.pos,
                fmt::format("receives the message of {} on rank {}: under fifo matching (NCCL) "
                            "the wrong tensor would be delivered silently",
-                           schedules::op_label(run_.program, r.peer_rank,
-                                               run_.program.ops(r.peer_rank)[static_cast<std::size_t>(
-                                                   r.peer_pos)]),
+                           schedules::op_label(
+                               run_.program, r.peer_rank,
+                               run_.program.ops(r.peer_rank)[static_cast<std::size_t>(r.peer_pos)]),
                            r.peer_rank));
     } catch (const HazardError& e) {
       hazard(e.kind(), r.pos, e.what());
     }
   }
   if (run_.observer)
-    run_.observer->on_transfer({r.peer_rank, r.peer_pos, rank_, r.pos,
-                                r.transfer_start / run_.unit_seconds,
-                                r.transfer_end / run_.unit_seconds,
-                                run_.model.network.boundary_bytes});
+    run_.observer->on_transfer(
+        {r.peer_rank, r.peer_pos, rank_, r.pos, r.transfer_start / run_.unit_seconds,
+         r.transfer_end / run_.unit_seconds, run_.model.network.boundary_bytes});
 }
 
 void RankRunner::waited(Live& l) {
@@ -373,8 +371,7 @@ void RankRunner::finish_rank() {
   }
   // Transfers that ended but were never looked at still happened.
   for (const auto& l : requests_)
-    if (!l->reported && !l->request->send &&
-        l->request->complete.load(std::memory_order_acquire)) {
+    if (!l->reported && !l->request->send && l->request->complete.load(std::memory_order_acquire)) {
       l->reported = true;
       if (run_.observer)
         run_.observer->on_transfer({l->request->peer_rank, l->request->peer_pos, rank_,

@@ -59,7 +59,7 @@ class RankRunner {
  private:
   struct Live {  // a request and what the rank knows of it
     RequestPtr request;
-    bool reported = false;  // its transfer went to the observer
+    bool reported = false;             // its transfer went to the observer
     bool release_when_waited = false;  // its buffer was dropped while it was not waited
   };
 
@@ -80,8 +80,7 @@ class RankRunner {
   void stash(int microbatch, int delta, double t);
   void hazard(std::string kind, int pos, std::string message);
   std::string op_text(int pos) const;
-  Live* live_of_tensor(std::unordered_map<std::size_t, Live*>& table,
-                       const schedules::TensorId& t);
+  Live* live_of_tensor(std::unordered_map<std::size_t, Live*>& table, const schedules::TensorId& t);
 
   RunShared& run_;
   const int rank_;
@@ -92,9 +91,9 @@ class RankRunner {
 
   std::vector<std::unique_ptr<Live>> requests_;  // in post order
   std::unordered_map<std::int32_t, Live*> by_id_;
-  std::unordered_map<std::size_t, Live*> recv_of_, send_f_of_;  // by tensor index
+  std::unordered_map<std::size_t, Live*> recv_of_, send_f_of_;        // by tensor index
   std::unordered_map<std::size_t, std::shared_ptr<Buffer>> stashes_;  // by (stage, mb) cell
-  std::unordered_map<int, std::uint32_t> stash_count_;               // by microbatch
+  std::unordered_map<int, std::uint32_t> stash_count_;                // by microbatch
   std::vector<Live*> frees_when_sent_;  // sends whose storage goes once transferred
   int inflight_ = 0;
   std::int64_t reported_live_ = 0;

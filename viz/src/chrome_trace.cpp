@@ -134,7 +134,8 @@ void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
   std::uint64_t flow = 0;
   const nlohmann::json meta = write_run(w, *rec.trace, *rec.program, o, &rec, 0, "", flow);
   std::string other = other_data(o, *rec.trace, *rec.program);
-  for (const auto& [key, value] : meta.items()) other += fmt::format(R"(,"{}":{})", key, dump(value));
+  for (const auto& [key, value] : meta.items())
+    other += fmt::format(R"(,"{}":{})", key, dump(value));
   w.close(other);
 }
 
@@ -224,12 +225,12 @@ nlohmann::json write_run(Writer& w, const record::Trace& trace, const schedules:
     const double ts = t.start * k, dur = (t.end - t.start) * k;
     w.event(fmt::format(
         R"("ph":"X","name":"{}","cat":"transfer","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"bytes":{},"to":{},"stage":{},"microbatch":{}}})",
-        escape(program.op_text(t.src_rank, sop)), pid_base + t.src_rank, stid, ts, dur, t.bytes, t.dst_rank,
-        sop.stage, sop.microbatch));
+        escape(program.op_text(t.src_rank, sop)), pid_base + t.src_rank, stid, ts, dur, t.bytes,
+        t.dst_rank, sop.stage, sop.microbatch));
     w.event(fmt::format(
         R"("ph":"X","name":"{}","cat":"transfer","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"bytes":{},"from":{},"stage":{},"microbatch":{}}})",
-        escape(program.op_text(t.dst_rank, rop)), pid_base + t.dst_rank, rtid, ts, dur, t.bytes, t.src_rank,
-        rop.stage, rop.microbatch));
+        escape(program.op_text(t.dst_rank, rop)), pid_base + t.dst_rank, rtid, ts, dur, t.bytes,
+        t.src_rank, rop.stage, rop.microbatch));
     // Flow arrow: starts inside the send slice, binds to the enclosing receive slice.
     const double mid = ts + dur / 2;
     w.event(fmt::format(

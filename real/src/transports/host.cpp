@@ -24,10 +24,10 @@ using schedules::Op;
 // One message: a send and, once matched, its receive.
 struct Message {
   RequestPtr send, recv;
-  bool eager = false;    // its bytes were copied out when the send was posted
-  bool arrived = false;  // its transfer has ended
-  double ready = 0;             // both sides posted (eager: the send), seconds on the run clock
-  double start = 0, end = 0;    // the transfer
+  bool eager = false;            // its bytes were copied out when the send was posted
+  bool arrived = false;          // its transfer has ended
+  double ready = 0;              // both sides posted (eager: the send), seconds on the run clock
+  double start = 0, end = 0;     // the transfer
   std::vector<std::byte> bytes;  // an eager message's bytes
   std::string error;             // the send's storage was gone when the transfer read it
 };

@@ -12,7 +12,8 @@ class RunClock {
   explicit RunClock(Clock::time_point start) : start_(start) {}
   double now() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   Clock::time_point at(double seconds) const {
-    return start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    return start_ +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   }
   Clock::time_point start() const { return start_; }
 

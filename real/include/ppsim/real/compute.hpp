@@ -1,6 +1,7 @@
 #pragma once
 // What a compute op does on a rank: holds it busy for the op's duration, reading its inputs and
-// writing its outputs. `emulated` sleeps the modelled duration; a CPU or GPU compute does real work.
+// writing its outputs. `emulated` sleeps the modelled duration; a CPU or GPU compute does real
+// work.
 #include <atomic>
 #include <functional>
 #include <memory>

@@ -19,7 +19,7 @@ struct Request {
 
   // Written by the transport before `complete` is set (release), read by the rank after it sees
   // `complete` (acquire).
-  int peer_rank = -1, peer_pos = -1;  // the op it was matched with
+  int peer_rank = -1, peer_pos = -1;            // the op it was matched with
   double transfer_start = 0, transfer_end = 0;  // seconds since the run's start
   std::string error;  // what went wrong with the transfer (e.g. the send's storage was released)
   std::atomic<bool> complete{false};

@@ -22,6 +22,6 @@ struct WaitEdge {
 // rest: edges into finished ranks are unmatched ops, other edges are ranks blocked behind a cycle.
 // Linear in ranks + edges and free of recursion.
 Deadlock find_deadlock(int ranks, const std::vector<WaitEdge>& edges,
-                               const std::vector<bool>& finished);
+                       const std::vector<bool>& finished);
 
 }  // namespace ppsim::record
