@@ -24,6 +24,7 @@
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
 #include "ppsim/viz/html_report.hpp"
+#include "ppsim/viz/human_bytes.hpp"
 #include "ppsim/viz/json_report.hpp"
 
 namespace ppsim::cli {
@@ -151,17 +152,6 @@ void apply_options(real::Settings& s, const RealOptions& o) {
   }
 }
 
-std::string human_bytes(std::int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
-}
-
 // "1 ms", "250 us", "0 (no delays)": wall clock per time unit.
 std::string describe_scale(double seconds) {
   if (seconds == 0) return "0 (no delays)";
@@ -285,11 +275,11 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
       if (r.predicted_memory != r.measured_memory) {
         const std::int64_t d = r.measured_memory - r.predicted_memory;
         note += fmt::format("  <- memory differs by {}{}", d < 0 ? "-" : "+",
-                            human_bytes(d < 0 ? -d : d));
+                            viz::human_bytes(d < 0 ? -d : d));
       }
       out += fmt::format("  {:>4} {:>10} {:>10} {:>14} {:>14}{}\n", r.rank, r.predicted_inflight,
-                         r.measured_inflight, human_bytes(r.predicted_memory),
-                         human_bytes(r.measured_memory), note);
+                         r.measured_inflight, viz::human_bytes(r.predicted_memory),
+                         viz::human_bytes(r.measured_memory), note);
     }
     const PeakCheck peaks = peak_check(c, s, predicted, prepared.model);
     if (peaks.inflight_equal && peaks.memory_equal)
@@ -319,7 +309,7 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
   }
   if (run.real_peak_bytes > 0)
     out += fmt::format("  real memory      {} at most on one rank\n",
-                       human_bytes(run.real_peak_bytes));
+                       viz::human_bytes(run.real_peak_bytes));
   if (run.outcome == real::Outcome::hang && run.record.deadlock) {
     out += fmt::format("\nobserved hang (watchdog after {:g} s without progress):\n{}\n",
                        s.hang_timeout, run.record.deadlock->describe());

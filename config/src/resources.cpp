@@ -224,18 +224,7 @@ void check_split_cost(const Config& c, const schedules::Program& p, const Model&
 
 // The column of a compute kind in the per-stage counts below.
 int compute_column(schedules::OpKind k) {
-  switch (k) {
-    case schedules::OpKind::F:
-      return 0;
-    case schedules::OpKind::B:
-      return 1;
-    case schedules::OpKind::I:
-      return 2;
-    case schedules::OpKind::W:
-      return 3;
-    default:
-      return -1;
-  }
+  return schedules::plain_compute_index(k);
 }
 
 }  // namespace

@@ -57,19 +57,9 @@ std::vector<std::vector<double>> starts_of(const record::Trace& trace, int ranks
   return out;
 }
 
+// Composites and non-compute ops are not calibrated (-1).
 int kind_column(schedules::OpKind k) {
-  switch (k) {
-    case schedules::OpKind::F:
-      return 0;
-    case schedules::OpKind::B:
-      return 1;
-    case schedules::OpKind::I:
-      return 2;
-    case schedules::OpKind::W:
-      return 3;
-    default:
-      return -1;  // composites and non-compute ops are not calibrated
-  }
+  return schedules::plain_compute_index(k);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "escape.hpp"
-#include "human_bytes.hpp"
+#include "ppsim/viz/human_bytes.hpp"
 #include "ppsim/viz/palette.hpp"
 #include "ppsim/viz/svg_timeline.hpp"
 
@@ -30,7 +30,6 @@ std::string chart_js_version() {
 
 namespace {
 
-using detail::human_bytes;
 using detail::xml_escape;
 
 // JSON for a <script type="application/json"> element: '<' only occurs inside strings, and

@@ -4,13 +4,11 @@
 
 #include <algorithm>
 
-#include "human_bytes.hpp"
+#include "ppsim/viz/human_bytes.hpp"
 
 namespace ppsim::viz {
 
 namespace {
-
-using detail::human_bytes;
 
 std::string style_of(const record::RunRecord& a) {
   return fmt::format("{}/{}", a.info.comm_style, a.info.matching);

@@ -40,18 +40,8 @@ double nice_step(double span, int target) {
 }
 
 std::size_t kind_slot(OpKind k) {
-  switch (k) {
-    case OpKind::F:
-      return 0;
-    case OpKind::B:
-      return 1;
-    case OpKind::I:
-      return 2;
-    case OpKind::W:
-      return 3;
-    default:
-      return 4;  // OVERLAP_F_B
-  }
+  const int i = schedules::plain_compute_index(k);
+  return i >= 0 ? static_cast<std::size_t>(i) : 4;  // 4: OVERLAP_F_B
 }
 constexpr std::array<OpKind, 5> kSlotKinds = {OpKind::F, OpKind::B, OpKind::I, OpKind::W,
                                               OpKind::OVERLAP_F_B};

@@ -21,18 +21,8 @@ constexpr int kKinds = 5, kBlocked = 10, kIdle = 11, kCats = 12;
 constexpr std::string_view kChars = "FBIWXfbiwx-.";
 
 int kind_index(OpKind k) {
-  switch (k) {
-    case OpKind::F:
-      return 0;
-    case OpKind::B:
-      return 1;
-    case OpKind::I:
-      return 2;
-    case OpKind::W:
-      return 3;
-    default:
-      return 4;  // OVERLAP_F_B
-  }
+  const int i = schedules::plain_compute_index(k);
+  return i >= 0 ? i : 4;  // 4: OVERLAP_F_B
 }
 
 // ANSI SGR per category: kind colours as in palette.hpp (blue, green, orange~yellow, purple, red),

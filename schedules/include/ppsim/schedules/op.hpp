@@ -80,6 +80,21 @@ constexpr bool is_composite(OpKind k) {
 constexpr bool is_backward_input(OpKind k) {
   return k == OpKind::B || k == OpKind::I;
 }
+// F, B, I, W as 0..3 (columns of per-kind tables); -1 for every other kind.
+constexpr int plain_compute_index(OpKind k) {
+  switch (k) {
+    case OpKind::F:
+      return 0;
+    case OpKind::B:
+      return 1;
+    case OpKind::I:
+      return 2;
+    case OpKind::W:
+      return 3;
+    default:
+      return -1;
+  }
+}
 // Kinds whose ops name a (stage, microbatch) pair.
 constexpr bool has_microbatch(OpKind k) {
   return info(k).microbatch;
