@@ -347,7 +347,7 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
       StopOnSignal on_signal;
       run = real::execute(prepared, {settings, &g_stop});
     }
-    const bool interrupted = run.outcome == real::Outcome::interrupted || g_stop.load();
+    const bool interrupted = run.outcome == real::Outcome::interrupted;
 
     std::optional<double> uncalibrated;
     if (o.calibrate && run.record.trace && run.outcome == real::Outcome::finished) {

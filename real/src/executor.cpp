@@ -87,6 +87,11 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
   for (int r = 0; r < R; ++r) ranks.push_back(std::make_unique<RankRunner>(run, r));
   recorder.on_begin(R, /*concurrent=*/true);
 
+  // Before any rank thread exists: if either throws, there is nothing to stop.
+  const TransportContext tc{p, sem, prepared.model.network, s.time_scale, run.clock};
+  const ComputeContext cc{p, prepared.model, s.time_scale, run.clock, run.cancel};
+  transport.begin(tc);
+  compute.begin(cc);
   // Every thread waits at the gate, so that the clock starts when all of them can run.
   std::latch gate(1);
   std::vector<std::jthread> threads;
@@ -101,14 +106,10 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
     run.cancel.store(true);
     gate.count_down();
     threads.clear();
+    transport.end();
     throw config::ConfigError(prepared.config.source, "schedule.ranks",
                               fmt::format("cannot start a thread per rank: {}", e.what()));
   }
-  run.clock = RunClock();
-  const TransportContext tc{p, sem, prepared.model.network, s.time_scale, run.clock};
-  const ComputeContext cc{p, prepared.model, s.time_scale, run.clock, run.cancel};
-  transport.begin(tc);
-  compute.begin(cc);
   run.clock = RunClock();
   gate.count_down();
   it.outcome = detail::Watchdog(s.hang_timeout, stop).watch(run, ranks);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "ppsim/config/op_duration.hpp"
 
@@ -86,22 +87,26 @@ void RankRunner::counter(double t) {
 
 // Sends whose storage goes once transferred: released in the order their transfers ended, at
 // those times, before the rank's memory changes again (as the simulator applies them).
-void RankRunner::reap(double t) {
+void RankRunner::reap(double t, bool wait_for_ties) {
   if (frees_when_sent_.empty()) return;
+  const double horizon = t * run_.unit_seconds + run_.tie_window;
   // A transfer under way that ends by now, or within the tie window after now, is waited for:
-  // the model may put its end and this allocation at one instant (uniform costs make such ties
-  // common), where releases count first; the host's jitter cannot order them better than that.
+  // the model may put its end and this memory change at one instant (uniform costs make such
+  // ties common), where releases count first; the host's jitter cannot order them better.
   for (Live* l : frees_when_sent_) {
+    if (!wait_for_ties) break;
     const double ends = l->request->ends_at.load(std::memory_order_relaxed);
-    if (ends >= 0 && ends <= t * run_.unit_seconds + run_.tie_window &&
-        !l->request->complete.load(std::memory_order_acquire)) {
+    if (ends >= 0 && ends <= horizon && !l->request->complete.load(std::memory_order_acquire)) {
       const RequestPtr r = l->request;
       if (!run_.transport.wait(rank_, std::span<const RequestPtr>(&r, 1))) return;
     }
   }
+  // A transfer that ended after the horizon (it completed while this ran) waits for a later
+  // memory change, as in the simulator.
   std::vector<Live*> done;
   std::erase_if(frees_when_sent_, [&](Live* l) {
-    if (!l->request->complete.load(std::memory_order_acquire)) return false;
+    if (!l->request->complete.load(std::memory_order_acquire) || l->request->transfer_end > horizon)
+      return false;
     done.push_back(l);
     return true;
   });
@@ -109,8 +114,8 @@ void RankRunner::reap(double t) {
     return a->request->transfer_end < b->request->transfer_end;
   });
   for (Live* l : done)
-    release(*l->request->buffer, "its send (deallocated once transferred)",
-            l->request->transfer_end / run_.unit_seconds);
+    release_now(*l->request->buffer, "its send (deallocated once transferred)",
+                l->request->transfer_end / run_.unit_seconds);
 }
 
 std::shared_ptr<Buffer> RankRunner::allocate(schedules::TensorId tensor, std::int64_t bytes,
@@ -122,6 +127,11 @@ std::shared_ptr<Buffer> RankRunner::allocate(schedules::TensorId tensor, std::in
 }
 
 void RankRunner::release(Buffer& buffer, const std::string& by, double t) {
+  reap(t);
+  release_now(buffer, by, t);
+}
+
+void RankRunner::release_now(Buffer& buffer, const std::string& by, double t) {
   if (!buffer.has_storage()) return;
   buffer.release_storage(by);
   counter(t);
@@ -253,9 +263,9 @@ void RankRunner::run_p2p(int pos, const Op& op) {
   // The producer's output, stamped so that the receiver can tell which tensor it got.
   if (send) buffer->write({tensor, run_.iteration}, rank_, pos, op_text(pos));
   auto live = std::make_unique<Live>();
+  live->request = run_.transport.post(rank_, pos, op, buffer);
   Live* l = live.get();
   requests_.push_back(std::move(live));
-  l->request = run_.transport.post(rank_, pos, op, buffer);
   run_.progress.fetch_add(1, std::memory_order_relaxed);
   const std::size_t t = sem.tensor_index(tensor);
   if (send) {
@@ -355,8 +365,10 @@ void RankRunner::waited(Live& l) {
 void RankRunner::finish_rank() {
   const bool finished = stopped_pos_ < 0;
   const double t = now();
+  // Every send that has ended lets go of its buffer, as at the simulator's end (a stopped rank
+  // waits for nothing more).
+  reap(std::numeric_limits<double>::infinity(), finished);
   if (finished) {
-    reap(t);
     // Requests never waited: the op that posted each one dropped it.
     std::vector<const Live*> left;
     for (const auto& l : requests_)

@@ -74,9 +74,10 @@ class RankRunner {
 
   double now() const { return run_.clock.now() / run_.unit_seconds; }
   void counter(double t);
-  void reap(double t);
+  void reap(double t, bool wait_for_ties = true);
   std::shared_ptr<Buffer> allocate(schedules::TensorId tensor, std::int64_t bytes, double t);
   void release(Buffer& buffer, const std::string& by, double t);
+  void release_now(Buffer& buffer, const std::string& by, double t);  // without reaping first
   void stash(int microbatch, int delta, double t);
   void hazard(std::string kind, int pos, std::string message);
   std::string op_text(int pos) const;

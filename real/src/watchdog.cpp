@@ -35,9 +35,10 @@ Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRu
         stop_run(Outcome::interrupted);
       } else {
         const std::uint64_t progress = run.progress.load();
-        // A hang: every rank still running is blocked, nothing is in flight, nothing moved.
+        // A hang: every rank still running waits inside the transport on a request that is not
+        // complete, nothing is in flight, and nothing moved for the whole timeout.
         if (progress != last_progress || over + blocked != ranks.size() ||
-            !run.transport.quiescent()) {
+            !run.transport.quiescent() || run.transport.stuck_waiters() != ranks.size() - over) {
           last_progress = progress;
           quiet_since = Clock::now();
         } else if (std::chrono::duration<double>(Clock::now() - quiet_since).count() >=

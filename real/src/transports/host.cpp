@@ -143,6 +143,20 @@ class HostTransport final : public Transport {
     return true;
   }
 
+  std::size_t stuck_waiters() const override {
+    std::lock_guard lock(mu_);
+    std::size_t n = 0;
+    for (const auto* w : waiting_) {
+      if (w == nullptr) continue;
+      for (const auto& r : *w)
+        if (!r->complete.load(std::memory_order_relaxed)) {
+          ++n;
+          break;
+        }
+    }
+    return n;
+  }
+
   void abort() override {
     std::lock_guard lock(mu_);
     aborted_ = true;

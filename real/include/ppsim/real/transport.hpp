@@ -40,6 +40,9 @@ class Transport {
   // Nothing is moving: no transfer under way or waiting for its link. With every unfinished rank
   // blocked in wait(), the run can make no more progress (the watchdog's proof of a hang).
   virtual bool quiescent() const = 0;
+  // How many ranks are inside wait() with a request not complete: with every unfinished rank
+  // counted here and the transport quiescent, nothing can move any more.
+  virtual std::size_t stuck_waiters() const = 0;
   // Wakes every rank blocked in wait() and makes later waits return false at once. Any thread.
   virtual void abort() = 0;
   // Every rank has returned: transfers still queued are dropped, and every request and buffer the
