@@ -24,7 +24,11 @@ def case(path):
     p = j["predicted"]
     unit = c["time_unit"]
     meets = abs(c["makespan_error"]) <= TARGET
-    agrees = c["verdicts_agree"] and c["peaks_agree"] and j["outcome"] == "finished"
+    # The CLI's rule (EXECUTOR.md): verdict and in-flight peaks always; memory peaks where program
+    # order fixes them. Elsewhere a memory difference is the host's timing, shown but not counted.
+    agrees = (c["verdicts_agree"] and j["outcome"] == "finished"
+              and j.get("disagreement") is None)
+    fixed = c.get("memory_peaks_fixed_by_program_order", True)
     diffs = [
         f"rank {r['rank']}: in-flight {r['predicted_peak_inflight']} vs "
         f"{r['measured_peak_inflight']}, memory {r['predicted_peak_memory_bytes']} vs "
@@ -47,7 +51,11 @@ def case(path):
         f"{fmt(c['measured_bubble_fraction'])} | "
         f"{c['measured_bubble_fraction'] - c['predicted_bubble_fraction']:+.4f} |",
         f"| per-rank peak in-flight and peak memory equal | | | "
-        f"{'yes' if c['peaks_agree'] else 'NO (predicted vs measured: ' + '; '.join(diffs) + ')'} |",
+        + ("yes" if c["peaks_agree"] else
+           "NO (predicted vs measured: " + "; ".join(diffs) + ")"
+           + ("" if fixed else "; memory here depends on when asynchronous sends' transfers end, "
+              "so this is the host's timing, not a disagreement"))
+        + " |",
         f"| op start-time error ({unit}, {c['ops_compared']} ops) | | | "
         f"median {fmt(c['start_error']['median'])}, p95 {fmt(c['start_error']['p95'])}, "
         f"max {fmt(c['start_error']['max'])} |",
@@ -92,7 +100,9 @@ def main():
         "",
         "Each bundled config runs at P = 4 with `ppsim real --json`; the simulator replays the same "
         "Program under the same model. Target: measured makespan within 5% of the predicted one; "
-        "verdict, per-rank peak in-flight microbatches and peak memory equal exactly. Figures are "
+        "verdict and per-rank peak in-flight microbatches equal exactly, and peak memory where "
+        "program order fixes it (all three use asynchronous gradient sends, whose buffers go when "
+        "their transfers end, so their memory peaks also depend on timing). Figures are "
         "defined in [METRICS.md](METRICS.md); how the executor measures them in "
         "[EXECUTOR.md](EXECUTOR.md).",
         "",
