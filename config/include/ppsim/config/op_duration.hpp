@@ -8,20 +8,10 @@
 
 namespace ppsim::config {
 
-// A composite's parts run together for the sum of their costs; resource ops take no time.
-// nullopt: `op` (or a part) is an I or W of a stage whose costs give only `backward`.
-inline std::optional<double> op_duration(const CostModel& costs, const schedules::Program& program,
-                                         int rank, const schedules::Op& op) {
+// A plain compute op (F, B, I, W); resource ops take no time. nullopt: an I or W of a stage whose
+// costs give only `backward`.
+inline std::optional<double> plain_op_duration(const CostModel& costs, const schedules::Op& op) {
   using schedules::OpKind;
-  if (schedules::is_composite(op.kind)) {
-    double d = 0;
-    for (const schedules::Op& part : program.parts(rank, op)) {
-      const auto p = op_duration(costs, program, rank, part);
-      if (!p) return std::nullopt;
-      d += *p;
-    }
-    return d;
-  }
   if (!schedules::is_compute(op.kind)) return 0.0;
   const StageCost& c = costs.stages[static_cast<std::size_t>(op.stage)];
   switch (op.kind) {
@@ -36,6 +26,19 @@ inline std::optional<double> op_duration(const CostModel& costs, const schedules
     default:
       return 0.0;
   }
+}
+
+// Any op: a composite's parts run together for the sum of their costs.
+inline std::optional<double> op_duration(const CostModel& costs, const schedules::Program& program,
+                                         int rank, const schedules::Op& op) {
+  if (!schedules::is_composite(op.kind)) return plain_op_duration(costs, op);
+  double d = 0;
+  for (const schedules::Op& part : program.parts(rank, op)) {
+    const auto p = plain_op_duration(costs, part);
+    if (!p) return std::nullopt;
+    d += *p;
+  }
+  return d;
 }
 
 }  // namespace ppsim::config
