@@ -1,0 +1,33 @@
+// ZB-H2 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): ZB-H1 with a deeper warm-up.
+// Rank r runs 2(P - r) - 2 warm-up forwards, so the warm-up has no bubble either, then F, I, W
+// per step with its W 2r steps behind its I. With F = I = W and free communication every rank is
+// busy from its first op to its last once M >= 2P - 1. Peak memory on rank r:
+// (2P - 2r - 1) M_B + 2r M_W (M >= 2P - 1).
+#include "ppsim/schedules/generator.hpp"
+#include "weight_lag.hpp"
+
+namespace ppsim::schedules::generators {
+
+namespace {
+Program build(const ScheduleParams& p) {
+  const int P = p.ranks();
+  return weight_lag_schedule(
+      P, p.microbatches(), [P](int r) { return 2 * (P - r) - 2; }, [](int r) { return 2 * r; });
+}
+}  // namespace
+
+void register_zb_h2(Registry& registry) {
+  registry.add({"zb-h2",
+                {},
+                "zero bubble H2: rank r warms up with 2(P-r)-2 forwards (up to 2P-1 in flight) "
+                "and runs each W 2r steps late",
+                one_chunk_params(),
+                build,
+                {{{"ranks", 1}, {"microbatches", 1}},
+                 {{"ranks", 2}, {"microbatches", 3}},
+                 {{"ranks", 4}, {"microbatches", 8}},
+                 {{"ranks", 3}, {"microbatches", 7}},
+                 {{"ranks", 5}, {"microbatches", 2}}}});
+}
+
+}  // namespace ppsim::schedules::generators

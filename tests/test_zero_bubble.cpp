@@ -1,0 +1,294 @@
+// Zero-bubble schedules: ZB-H1 and ZB-H2 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR
+// 2024) and PyTorch's ScheduleInterleavedZeroBubble. Exact op orders, the paper's memory formulas,
+// unit-time bubbles, its Table 5 bubble rates, and PyTorch's own test artifact.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <sstream>
+
+#include "helpers.hpp"
+#include "ppsim/schedules/error.hpp"
+
+using namespace ppsim;
+
+namespace {
+
+schedules::Program gen(const char* kind, int P, int M, int V = 0) {
+  schedules::ScheduleParams params{{"ranks", P}, {"microbatches", M}};
+  if (V != 0) params.set("chunks", V);
+  return schedules::generate(kind, params);
+}
+
+std::string error_key(const char* kind, int P, int M, int V = 0) {
+  try {
+    gen(kind, P, M, V);
+  } catch (const schedules::ParameterError& e) {
+    return e.key();
+  }
+  return "accepted";
+}
+
+// F, I and W costs per stage; `backward` of a fused B is I + W.
+sim::SimOptions costs(int stages, double f, double i, double w, double latency = 0) {
+  sim::SimOptions o;
+  sim::StageCost c;
+  c.forward = f;
+  c.backward_input = i;
+  c.backward_weight = w;
+  c.backward = i + w;
+  o.costs = sim::CostModel::uniform(stages, c);
+  o.network.latency = latency;
+  return o;
+}
+
+schedules::Program lowered(const schedules::Program& p, std::string style = "async",
+                           std::int64_t prefetch = 1) {
+  schedules::LoweringOptions l{std::move(style), {}};
+  if (l.style == "async") l.params.set("prefetch", prefetch);
+  return schedules::lower(p, l);
+}
+
+// The paper's per-rank time: from a rank's first compute op start to its last compute op end,
+// the longest over ranks (its scheduler's "stage time"; communication ops do not count).
+double longest_rank_span(const schedules::Program& compute, const sim::SimOptions& o,
+                         std::int64_t prefetch = 1) {
+  const auto p = lowered(compute, "async", prefetch);
+  record::Trace trace;
+  record::TraceRecorder rec(trace);
+  const auto r = sim::simulate(p, o, &rec);
+  REQUIRE_FALSE(r.deadlock);
+  REQUIRE(schedules::validate(p).empty());
+  std::vector<double> first(static_cast<std::size_t>(p.ranks()), 1e300);
+  std::vector<double> last(static_cast<std::size_t>(p.ranks()), -1e300);
+  for (const auto& s : trace.spans) {
+    if (s.kind != record::SpanKind::compute) continue;
+    const auto u = static_cast<std::size_t>(s.rank);
+    first[u] = std::min(first[u], s.start);
+    last[u] = std::max(last[u], s.end);
+  }
+  double longest = 0;
+  for (std::size_t u = 0; u < first.size(); ++u) longest = std::max(longest, last[u] - first[u]);
+  return longest;
+}
+
+// Per-rank peak memory with the given stash sizes and no communication buffers.
+std::vector<std::int64_t> peaks(const schedules::Program& compute, std::int64_t m_b,
+                                std::int64_t m_w) {
+  auto o = costs(compute.stages(), 1, 1, 1);
+  o.memory.activation_bytes = m_b;
+  o.memory.weight_stash_bytes = m_w;
+  const auto r = sim::simulate(lowered(compute), o);
+  REQUIRE_FALSE(r.deadlock);
+  std::vector<std::int64_t> out;
+  for (const auto& rank : r.per_rank) out.push_back(rank.peak_memory_bytes);
+  return out;
+}
+
+// PyTorch CSV row -> our text: its "B" in a zero-bubble schedule is the input backward (I) in
+// the artifact's format; a blank cell is an idle step with no op.
+std::string from_pytorch_row(const std::string& row) {
+  std::string out, cell;
+  std::istringstream in(row);
+  while (std::getline(in, cell, ',')) {
+    if (cell.empty()) continue;
+    if (const auto b = cell.find('B'); b != std::string::npos) cell[b] = 'I';
+    if (!out.empty()) out += ',';
+    out += cell;
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- ZB-H1 -------------------------------------------------------------------------------------
+
+TEST_CASE("zb-h1: rank r warms up with P-r-1 forwards, then F, I, W with each W r steps late",
+          "[zb][generators]") {
+  const auto p = gen("zb-h1", 4, 6);
+  CHECK(test::rank_line(p, 0) ==
+        "0F0,0F1,0F2,0F3,0I0,0W0,0F4,0I1,0W1,0F5,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5");
+  CHECK(test::rank_line(p, 1) ==
+        "1F0,1F1,1F2,1I0,1F3,1I1,1W0,1F4,1I2,1W1,1F5,1I3,1W2,1I4,1W3,1I5,1W4,1W5");
+  CHECK(test::rank_line(p, 2) ==
+        "2F0,2F1,2I0,2F2,2I1,2F3,2I2,2W0,2F4,2I3,2W1,2F5,2I4,2W2,2I5,2W3,2W4,2W5");
+  CHECK(test::rank_line(p, 3) ==
+        "3F0,3I0,3F1,3I1,3F2,3I2,3F3,3I3,3W0,3F4,3I4,3W1,3F5,3I5,3W2,3W3,3W4,3W5");
+  // F and I in the order of 1F1B (its B read as I).
+  for (int P = 1; P <= 6; ++P)
+    for (int M = 1; M <= 9; ++M) {
+      const auto zb = gen("zb-h1", P, M), ref = gen("1f1b", P, M);
+      for (int r = 0; r < P; ++r) {
+        std::vector<schedules::Op> fi;
+        for (auto op : zb.ops(r)) {
+          if (op.kind == schedules::OpKind::W) continue;
+          if (op.kind == schedules::OpKind::I) op.kind = schedules::OpKind::B;
+          fi.push_back(op);
+        }
+        CHECK(fi == ref.ops(r));
+      }
+    }
+}
+
+TEST_CASE("zb-h1 peak memory on rank i (1-based) = (P-i+1) M_B + (i-1) M_W when M >= P",
+          "[zb][memory]") {
+  const std::int64_t m_b = 1000, m_w = 300;
+  for (int P = 1; P <= 8; ++P)
+    for (int M = P; M <= 3 * P + 1; ++M) {
+      INFO("P=" << P << " M=" << M);
+      const auto got = peaks(gen("zb-h1", P, M), m_b, m_w);
+      for (int i = 1; i <= P; ++i)
+        CHECK(got[static_cast<std::size_t>(i - 1)] == (P - i + 1) * m_b + (i - 1) * m_w);
+    }
+  // Fewer microbatches than ranks: rank 0 never holds P stashes, so the formula is an upper bound.
+  CHECK(peaks(gen("zb-h1", 4, 2), m_b, m_w)[0] == 2 * m_b);
+}
+
+TEST_CASE(
+    "zb-h1 with F = I = W = 1 and free communication: the longest rank runs 3M + (P-1), the "
+    "paper's bubble (P-1)(T_F + T_I - T_W), when M >= P",
+    "[zb][closed-form]") {
+  for (int P = 1; P <= 8; ++P)
+    for (int M = P; M <= 2 * P + 2; ++M) {
+      INFO("P=" << P << " M=" << M);
+      CHECK(longest_rank_span(gen("zb-h1", P, M), costs(P, 1, 1, 1)) == Approx(3 * M + P - 1));
+    }
+}
+
+// ---- ZB-H2 -------------------------------------------------------------------------------------
+
+TEST_CASE("zb-h2: rank r warms up with 2(P-r)-2 forwards, then F, I, W with each W 2r steps late",
+          "[zb][generators]") {
+  const auto p = gen("zb-h2", 3, 6);
+  CHECK(test::rank_line(p, 0) ==
+        "0F0,0F1,0F2,0F3,0F4,0I0,0W0,0F5,0I1,0W1,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5");
+  CHECK(test::rank_line(p, 1) ==
+        "1F0,1F1,1F2,1I0,1F3,1I1,1F4,1I2,1W0,1F5,1I3,1W1,1I4,1W2,1I5,1W3,1W4,1W5");
+  CHECK(test::rank_line(p, 2) ==
+        "2F0,2I0,2F1,2I1,2F2,2I2,2F3,2I3,2F4,2I4,2W0,2F5,2I5,2W1,2W2,2W3,2W4,2W5");
+  // The warm-up is capped at M.
+  CHECK(test::rank_line(gen("zb-h2", 3, 2), 0) == "0F0,0F1,0I0,0W0,0I1,0W1");
+}
+
+TEST_CASE("zb-h2 peak memory on rank i (1-based) = (2P-2i+1) M_B + (2i-2) M_W when M >= 2P-1",
+          "[zb][memory]") {
+  const std::int64_t m_b = 1000, m_w = 300;
+  for (int P = 1; P <= 8; ++P)
+    for (int M = 2 * P - 1; M <= 4 * P; ++M) {
+      INFO("P=" << P << " M=" << M);
+      const auto got = peaks(gen("zb-h2", P, M), m_b, m_w);
+      for (int i = 1; i <= P; ++i)
+        CHECK(got[static_cast<std::size_t>(i - 1)] ==
+              (2 * P - 2 * i + 1) * m_b + (2 * i - 2) * m_w);
+    }
+  // Rank 0 holds at most 2P-1 = 7 full stashes, whatever M.
+  CHECK(peaks(gen("zb-h2", 4, 40), m_b, m_w)[0] == 7 * m_b);
+}
+
+TEST_CASE(
+    "zb-h2 with F = I = W = 1 and free communication has no bubble: every rank runs 3M from its "
+    "first op to its last, when M >= 2P-1",
+    "[zb][closed-form]") {
+  for (int P = 1; P <= 8; ++P)
+    for (int M = 2 * P - 1; M <= 3 * P + 2; ++M) {
+      INFO("P=" << P << " M=" << M);
+      CHECK(longest_rank_span(gen("zb-h2", P, M), costs(P, 1, 1, 1)) == Approx(3 * M));
+    }
+  // One microbatch short, rank 0 waits one step for its first gradient.
+  CHECK(longest_rank_span(gen("zb-h2", 4, 6), costs(4, 1, 1, 1)) > 3 * 6);
+}
+
+// ---- Published figures -------------------------------------------------------------------------
+
+TEST_CASE(
+    "Zero-bubble paper, Table 5 (p = 8): bubble rate = (longest rank span - M(T_F+T_B+T_W)) / "
+    "longest rank span, for 1F1B (B and W fused), ZB-H1 and ZB-H2, to 4 decimals",
+    "[zb][published]") {
+  struct Row {
+    int m;
+    double f, b, w, comm, one_f_one_b, h1, h2;
+  };
+  // The paper's measured T_F, T_B, T_W, T_comm (ms) and its bubble rates.
+  const Row rows[] = {{24, 18.522, 18.086, 9.337, 0.601, 0.2431, 0.1585, 0.1083},
+                      {32, 18.513, 18.086, 9.331, 0.626, 0.1985, 0.1242, 0.0837},
+                      {64, 18.546, 18.097, 9.321, 0.762, 0.1240, 0.0674, 0.0444},
+                      {24, 29.718, 29.444, 19.927, 0.527, 0.2347, 0.1323, 0.0698}};
+  const int P = 8;
+  for (const Row& row : rows) {
+    INFO("m=" << row.m << " T_F=" << row.f);
+    const auto o = costs(P, row.f, row.b, row.w, row.comm);
+    const double ideal = row.m * (row.f + row.b + row.w);
+    auto rate = [&](const char* kind) {
+      const double span = longest_rank_span(gen(kind, P, row.m), o);
+      return std::round((span - ideal) / span * 1e4) / 1e4;
+    };
+    CHECK(rate("1f1b") == Approx(row.one_f_one_b).margin(1e-9));
+    CHECK(rate("zb-h1") == Approx(row.h1).margin(1e-9));
+    CHECK(rate("zb-h2") == Approx(row.h2).margin(1e-9));
+  }
+}
+
+// ---- Interleaved zero bubble (PyTorch) ---------------------------------------------------------
+
+TEST_CASE(
+    "interleaved-zb equals PyTorch's artifact zb1p_2rank_2stagep_compute.csv (P=2, V=2, M=8) "
+    "action for action",
+    "[zb][interleaved-zb]") {
+  // test/distributed/pipelining/artifacts/zb1p_2rank_2stagep_compute.csv, one row per rank.
+  const std::string artifact[] = {
+      "0F0,0F1,2F0,,2F1,2B0,2W0,0F2,2B1,2W1,0F3,0B0,0W0,2F2,0B1,0W1,2F3,2B2,2W2,0F4,2B3,2W3,0F5,"
+      "0B2,0W2,2F4,0B3,0W3,2F5,2B4,2W4,0F6,2B5,2W5,0F7,0B4,0W4,2F6,0B5,0W5,2F7,2B6,2W6,2B7,2W7,"
+      "0B6,0W6,0B7,0W7",
+      ",1F0,1F1,3F0,3B0,3F1,3B1,3W0,1F2,1B0,3W1,1F3,1B1,1W0,3F2,3B2,1W1,3F3,3B3,3W2,1F4,1B2,3W3,"
+      "1F5,1B3,1W2,3F4,3B4,1W3,3F5,3B5,3W4,1F6,1B4,3W5,1F7,1B5,1W4,3F6,3B6,1W5,3F7,3B7,3W6,1B6,"
+      "3W7,1B7,1W6,1W7"};
+  const auto p = gen("interleaved-zb", 2, 8, 2);
+  REQUIRE(p.ranks() == 2);
+  for (int r = 0; r < 2; ++r) CHECK(test::rank_line(p, r) == from_pytorch_row(artifact[r]));
+}
+
+TEST_CASE(
+    "interleaved-zb follows PyTorch's algorithm: rounds of max(1, M/P), warm-up (V-1)*per_round "
+    "+ P-1-r, W r steps late",
+    "[zb][interleaved-zb]") {
+  // Orders derived by following ScheduleInterleavedZeroBubble step by step (idle steps dropped).
+  // P=4, V=2, M=8: 2 rounds of 4; rank 3 warms up with 4 forwards, its first W after 3 I.
+  const auto a = gen("interleaved-zb", 4, 8, 2);
+  CHECK(test::rank_line(a, 0) ==
+        "0F0,0F1,0F2,0F3,4F0,4F1,4F2,4F3,4I0,4W0,0F4,4I1,4W1,0F5,4I2,4W2,0F6,4I3,4W3,0F7,0I0,0W0,"
+        "4F4,0I1,0W1,4F5,0I2,0W2,4F6,0I3,0W3,4F7,4I4,4W4,4I5,4W5,4I6,4W6,4I7,4W7,0I4,0W4,0I5,0W5,"
+        "0I6,0W6,0I7,0W7");
+  CHECK(test::rank_line(a, 3) ==
+        "3F0,3F1,3F2,3F3,7F0,7I0,7F1,7I1,7F2,7I2,7F3,7I3,7W0,3F4,3I0,7W1,3F5,3I1,7W2,3F6,3I2,7W3,"
+        "3F7,3I3,3W0,7F4,7I4,3W1,7F5,7I5,3W2,7F6,7I6,3W3,7F7,7I7,7W4,3I4,7W5,3I5,7W6,3I6,7W7,3I7,"
+        "3W4,3W5,3W6,3W7");
+  // P=3, V=3, M=4: one round of 4 (M/P = 1); rank 0's warm-up (3-1)*4 + 2 = 10 forwards covers
+  // chunks 0 and 1 and two microbatches of chunk 2.
+  const auto b = gen("interleaved-zb", 3, 4, 3);
+  CHECK(test::rank_line(b, 0) ==
+        "0F0,0F1,0F2,0F3,3F0,3F1,3F2,3F3,6F0,6F1,6F2,6I0,6W0,6F3,6I1,6W1,6I2,6W2,6I3,6W3,3I0,3W0,"
+        "3I1,3W1,3I2,3W2,3I3,3W3,0I0,0W0,0I1,0W1,0I2,0W2,0I3,0W3");
+  CHECK(test::rank_line(b, 2) ==
+        "2F0,2F1,2F2,2F3,5F0,5F1,5F2,5F3,8F0,8I0,8F1,8I1,8F2,8I2,8W0,8F3,8I3,8W1,5I0,8W2,5I1,8W3,"
+        "5I2,5W0,5I3,5W1,2I0,5W2,2I1,5W3,2I2,2W0,2I3,2W1,2W2,2W3");
+  // P=4, V=2, M=10: 2 rounds of 5 microbatches.
+  const auto c = gen("interleaved-zb", 4, 10, 2);
+  CHECK(test::rank_line(c, 1) ==
+        "1F0,1F1,1F2,1F3,1F4,5F0,5F1,5F2,5I0,5F3,5I1,5W0,5F4,5I2,5W1,1F5,5I3,5W2,1F6,5I4,5W3,1F7,"
+        "1I0,5W4,1F8,1I1,1W0,1F9,1I2,1W1,5F5,1I3,1W2,5F6,1I4,1W3,5F7,5I5,1W4,5F8,5I6,5W5,5F9,5I7,"
+        "5W6,5I8,5W7,5I9,5W8,1I5,5W9,1I6,1W5,1I7,1W6,1I8,1W7,1I9,1W8,1W9");
+}
+
+TEST_CASE("interleaved-zb rejects what PyTorch rejects: M not a multiple of max(1, M/P)",
+          "[zb][interleaved-zb]") {
+  CHECK(error_key("interleaved-zb", 4, 9, 2) == "microbatches");   // 2 rounds, 9 % 2 = 1
+  CHECK(error_key("interleaved-zb", 4, 13, 2) == "microbatches");  // 3 rounds, 13 % 3 = 1
+  CHECK(error_key("interleaved-zb", 4, 10, 2) == "accepted");      // 2 rounds of 5
+  CHECK(error_key("interleaved-zb", 4, 6, 2) == "accepted");       // 1 round of 6
+  CHECK(error_key("interleaved-zb", 4, 3, 2) == "accepted");       // fewer than P: 1 round
+  CHECK(error_key("interleaved-zb", 4, 8, 0) == "accepted");       // chunks default to 2
+  try {
+    gen("interleaved-zb", 4, 9, 2);
+  } catch (const schedules::ParameterError& e) {
+    CHECK(std::string(e.what()).find("max(1, M / P) = 2 rounds") != std::string::npos);
+  }
+}
