@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -291,4 +292,113 @@ TEST_CASE("interleaved-zb rejects what PyTorch rejects: M not a multiple of max(
   } catch (const schedules::ParameterError& e) {
     CHECK(std::string(e.what()).find("max(1, M / P) = 2 rounds") != std::string::npos);
   }
+}
+
+// ---- Comm styles -------------------------------------------------------------------------------
+
+namespace {
+// PyTorch's rule for the microbatches of one round; 0 when it rejects M.
+int per_round(int P, int M) {
+  const int rounds = std::max(1, M / P);
+  return M % rounds == 0 ? M / rounds : 0;
+}
+std::optional<record::Deadlock> deadlock_of(const schedules::Program& compute,
+                                            const schedules::LoweringOptions& l,
+                                            sim::Matching matching = sim::Matching::tag) {
+  const auto p = schedules::lower(compute, l);
+  auto o = costs(p.stages(), 1, 1, 1);
+  o.network.matching = matching;
+  const auto r = test::run(p, o);
+  CHECK(r.errors.empty());
+  return r.deadlock;
+}
+}  // namespace
+
+TEST_CASE(
+    "interleaved-zb: its order has no cyclic dependency (async, receives posted at the start, "
+    "runs to the end); with prefetch 1 the async style deadlocks exactly when a round holds P+2 "
+    "or more microbatches",
+    "[zb][interleaved-zb][deadlock]") {
+  const schedules::LoweringOptions all{"async", {{"prefetch", -1}}};
+  const schedules::LoweringOptions one{"async", {{"prefetch", 1}}};
+  for (int P = 1; P <= 6; ++P)
+    for (int V = 1; V <= 3; ++V)
+      for (int M = 1; M <= 3 * P + 2; ++M) {
+        if (per_round(P, M) == 0) continue;
+        INFO("P=" << P << " V=" << V << " M=" << M);
+        const auto compute = gen("interleaved-zb", P, M, V);
+        CHECK_FALSE(deadlock_of(compute, all));
+        // A gradient send is waited before the rank's next backward; the receiver posts its
+        // receive one compute op ahead, and with P+2 or more microbatches per round it is still
+        // waiting for a forward that comes after that backward.
+        CHECK(static_cast<bool>(deadlock_of(compute, one)) == (V >= 2 && per_round(P, M) >= P + 2));
+      }
+  // P=4, M=6 (one round of 6): rank 0 waits for rank 3 to take 4SEND_B0, rank 3 for the forward
+  // 7F5 from rank 2, and so on back to rank 0, whose 4F5 comes after its next backward.
+  const auto d = deadlock_of(gen("interleaved-zb", 4, 6, 2), one);
+  REQUIRE(d);
+  REQUIRE(d->cycles.size() == 1);
+  CHECK(d->describe().find("rank 0 blocked in WAIT(10;15;17) on 4SEND_B0#15 -> rank 3; rank 3 "
+                           "blocked in WAIT(22) on 7RECV_F5#22 -> rank 2") != std::string::npos);
+}
+
+TEST_CASE(
+    "interleaved-zb with V >= 2 deadlocks under async-send and batched iff M >= P (the warm-up "
+    "forward sends around the ring of stages), under blocking iff M >= 2",
+    "[zb][interleaved-zb][deadlock]") {
+  for (int P = 2; P <= 5; ++P)
+    for (int V = 1; V <= 3; ++V)
+      for (int M = 1; M <= 2 * P + 2; ++M) {
+        if (per_round(P, M) == 0) continue;
+        INFO("P=" << P << " V=" << V << " M=" << M);
+        const auto compute = gen("interleaved-zb", P, M, V);
+        for (const char* style : {"async-send", "batched"})
+          CHECK(static_cast<bool>(deadlock_of(compute, {style, {}})) == (V >= 2 && M >= P));
+        CHECK(static_cast<bool>(deadlock_of(compute, {"blocking", {}})) == (M >= 2));
+      }
+  // The ring: each rank blocked in the forward send to the next, rank P-1 to rank 0.
+  const auto d = deadlock_of(gen("interleaved-zb", 3, 3, 2), {"batched", {}});
+  REQUIRE(d);
+  CHECK(d->describe() ==
+        "cycle: rank 0 blocked in 0SEND_F2 -> rank 1; rank 1 blocked in 1SEND_F1 -> rank 2; rank 2 "
+        "blocked in 2SEND_F0 -> rank 0");
+}
+
+TEST_CASE(
+    "zb-h1 runs under every style but blocking (like 1F1B); zb-h2's deeper warm-up also "
+    "deadlocks async-send once M >= 3: rank r waits on a forward send that rank r+1 takes only "
+    "after its blocking gradient send",
+    "[zb][deadlock]") {
+  for (int P = 2; P <= 6; ++P)
+    for (int M = 1; M <= 2 * P + 2; ++M) {
+      INFO("P=" << P << " M=" << M);
+      for (const auto& l : test::all_lowerings()) {
+        INFO(test::describe(l));
+        const bool blocking = l.style == "blocking";
+        CHECK(static_cast<bool>(deadlock_of(gen("zb-h1", P, M), l)) == (blocking && M >= 2));
+        const bool h2 = static_cast<bool>(deadlock_of(gen("zb-h2", P, M), l));
+        if (l.style == "async") CHECK_FALSE(h2);
+        if (blocking) CHECK(h2 == (M >= 2));
+        if (l.style == "async-send") CHECK(h2 == (M >= 3));
+      }
+    }
+  const auto d = deadlock_of(gen("zb-h2", 2, 4), {"async-send", {}});
+  REQUIRE(d);
+  CHECK(d->describe() ==
+        "cycle: rank 0 blocked in WAIT(1) on 0SEND_F1#1 -> rank 1; rank 1 blocked in 1SEND_B0 -> "
+        "rank 0");
+}
+
+TEST_CASE(
+    "interleaved-zb with P = 2 under fifo matching: forward and gradient messages share each "
+    "link in different orders at the two ends, reported as message-order mismatches",
+    "[zb][interleaved-zb]") {
+  const auto p = schedules::lower(gen("interleaved-zb", 2, 8, 2), {"async", {{"prefetch", -1}}});
+  auto o = costs(p.stages(), 1, 1, 1);
+  o.network.matching = sim::Matching::fifo;
+  const auto r = sim::simulate(p, o);
+  REQUIRE_FALSE(r.errors.empty());
+  for (const auto& e : r.errors) CHECK(e.kind == "message_order_mismatch");
+  o.network.matching = sim::Matching::tag;
+  CHECK(sim::simulate(p, o).errors.empty());
 }
