@@ -366,8 +366,8 @@ TEST_CASE(
 
 TEST_CASE(
     "zb-h1 runs under every style but blocking (like 1F1B); zb-h2's deeper warm-up also "
-    "deadlocks async-send once M >= 3: rank r waits on a forward send that rank r+1 takes only "
-    "after its blocking gradient send",
+    "deadlocks async-send once M >= 3 and batched once M >= 2P: rank r waits on a forward send "
+    "that rank r+1 takes only after its blocking gradient send",
     "[zb][deadlock]") {
   for (int P = 2; P <= 6; ++P)
     for (int M = 1; M <= 2 * P + 2; ++M) {
@@ -380,6 +380,7 @@ TEST_CASE(
         if (l.style == "async") CHECK_FALSE(h2);
         if (blocking) CHECK(h2 == (M >= 2));
         if (l.style == "async-send") CHECK(h2 == (M >= 3));
+        if (l.style == "batched") CHECK(h2 == (M >= 2 * P));
       }
     }
   const auto d = deadlock_of(gen("zb-h2", 2, 4), {"async-send", {}});

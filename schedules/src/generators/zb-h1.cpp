@@ -20,7 +20,9 @@ void register_zb_h1(Registry& registry) {
                 {},
                 "zero bubble H1: 1F1B's warm-up and peak memory, backward split into I and W, "
                 "rank r runs each W r steps late to fill the cool-down",
-                one_chunk_params(),
+                {ranks_param("pipeline ranks P (one stage each)"),
+                 microbatches_param("M >= 1 (the memory and bubble formulas hold for M >= P)"),
+                 ParamSpec("chunks", "one chunk per rank").with_default(1).range(1, 1)},
                 build,
                 {{{"ranks", 1}, {"microbatches", 1}},
                  {{"ranks", 2}, {"microbatches", 3}},

@@ -17,17 +17,20 @@ Program build(const ScheduleParams& p) {
 }  // namespace
 
 void register_zb_h2(Registry& registry) {
-  registry.add({"zb-h2",
-                {},
-                "zero bubble H2: rank r warms up with 2(P-r)-2 forwards (up to 2P-1 in flight) "
-                "and runs each W 2r steps late",
-                one_chunk_params(),
-                build,
-                {{{"ranks", 1}, {"microbatches", 1}},
-                 {{"ranks", 2}, {"microbatches", 3}},
-                 {{"ranks", 4}, {"microbatches", 8}},
-                 {{"ranks", 3}, {"microbatches", 7}},
-                 {{"ranks", 5}, {"microbatches", 2}}}});
+  registry.add(
+      {"zb-h2",
+       {},
+       "zero bubble H2: rank r warms up with 2(P-r)-2 forwards (up to 2P-1 in flight) "
+       "and runs each W 2r steps late",
+       {ranks_param("pipeline ranks P (one stage each)"),
+        microbatches_param("M >= 1 (no warm-up bubble and the memory formula need M >= 2P-1)"),
+        ParamSpec("chunks", "one chunk per rank").with_default(1).range(1, 1)},
+       build,
+       {{{"ranks", 1}, {"microbatches", 1}},
+        {{"ranks", 2}, {"microbatches", 3}},
+        {{"ranks", 4}, {"microbatches", 8}},
+        {{"ranks", 3}, {"microbatches", 7}},
+        {{"ranks", 5}, {"microbatches", 2}}}});
 }
 
 }  // namespace ppsim::schedules::generators
