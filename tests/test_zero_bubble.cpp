@@ -279,6 +279,19 @@ TEST_CASE(
         "5W6,5I8,5W7,5I9,5W8,1I5,5W9,1I6,1W5,1I7,1W6,1I8,1W7,1I9,1W8,1W9");
 }
 
+TEST_CASE(
+    "interleaved-zb with one chunk per rank is ZB-H1: PyTorch's ScheduleInterleavedZeroBubble on "
+    "one stage per rank gives zb-h1's order whenever it accepts M",
+    "[zb][interleaved-zb]") {
+  for (int P = 1; P <= 6; ++P)
+    for (int M = 1; M <= 3 * P + 2; ++M) {
+      if (error_key("interleaved-zb", P, M, 1) != "accepted") continue;
+      INFO("P=" << P << " M=" << M);
+      const auto a = gen("interleaved-zb", P, M, 1), b = gen("zb-h1", P, M);
+      for (int r = 0; r < P; ++r) CHECK(a.ops(r) == b.ops(r));
+    }
+}
+
 TEST_CASE("interleaved-zb rejects what PyTorch rejects: M not a multiple of max(1, M/P)",
           "[zb][interleaved-zb]") {
   CHECK(error_key("interleaved-zb", 4, 9, 2) == "microbatches");   // 2 rounds, 9 % 2 = 1

@@ -38,7 +38,7 @@ Program build(const ScheduleParams& p) {
     auto emit = [&](OpKind kind, int stage, std::vector<int>& next) {
       program.push(r, Op::compute(kind, stage, next[static_cast<std::size_t>(stage / P)]++));
     };
-    int backwards = 0, weights = 0;  // I emitted (step k of the k-th is warmup + k), W emitted
+    int backwards = 0, weights = 0;  // I and W emitted; the j-th I ran at step warmup + j
     auto weight = [&] { emit(OpKind::W, backward_stage(warmup + weights++), next_w); };
     for (int k = 0; k < total + warmup; ++k) {
       if (k < total) emit(OpKind::F, forward_stage(k), next_f);
