@@ -2,7 +2,9 @@
 // Rank r runs 2(P - r) - 2 warm-up forwards, so the warm-up has no bubble either, then F, I, W
 // per step with its W 2r steps behind its I. With F = I = W and free communication every rank is
 // busy from its first op to its last once M >= 2P - 1. Peak memory on rank r:
-// (2P - 2r - 1) M_B + 2r M_W (M >= 2P - 1).
+// (2P - 2r - 1) M_B + 2r M_W (M >= 2P - 1). A unit-time greedy (I when its gradient is there,
+// else F under the 2(P-r)-1 cap, else W) gives the same Table 5 rates but runs no W while an F
+// can run, so its weight stashes grow with M; the fixed lag keeps the paper's memory.
 #include "ppsim/schedules/generator.hpp"
 #include "weight_lag.hpp"
 
