@@ -71,20 +71,42 @@ TEST_CASE("looped-bfs makespan = (V*M + P-1)(f+b) for M >= P, peak in-flight V*M
   }
 }
 
-// Which comm styles run it. With V >= 2 and P >= 2 the forwards go round the ring of ranks (rank
-// P-1's chunk c feeds rank 0's chunk c+1), so a blocking send waits for a receive the peer posts
-// only after its own forwards; styles that send asynchronously run it.
-TEST_CASE("looped-bfs: which comm styles deadlock", "[looped-bfs][deadlock]") {
+// Which comm styles run it. Only async. Where a forward send waits for its receive (blocking,
+// batched: rendezvous sends; async-send: the send's WAIT before the next forward), rank P-1's
+// forward of microbatch 0 goes round the ring to rank 0's next chunk, whose receive rank 0 posts
+// only after all M forwards of its first chunk; rank r, waiting for rank r+1 to take microbatch
+// P-1-r, has by then sent it P-1-r earlier ones. Rank 0 reaches microbatch P-1 only when M >= P:
+// the cycle is rank r blocked sending microbatch P-1-r to rank r+1 mod P, for every r.
+TEST_CASE(
+    "looped-bfs: async runs it; rendezvous forward sends deadlock round the ring when "
+    "V >= 2 and M >= P",
+    "[looped-bfs][deadlock]") {
   for (const auto& lowering : test::all_lowerings()) {
-    for (int P : {2, 3, 4}) {
+    for (int P : {1, 2, 3, 4}) {
       for (int V : {1, 2, 3}) {
-        const int M = P + 1;
-        const auto r =
-            test::run(schedules::lower(gen(P, M, V), lowering), test::uniform(P * V, 1, 2));
-        INFO(test::describe(lowering) << " P=" << P << " V=" << V << " M=" << M);
-        CHECK(r.errors.empty());
-        const bool blocking_sends = lowering.style == "blocking" || lowering.style == "batched";
-        CHECK(static_cast<bool>(r.deadlock) == (blocking_sends && V >= 2));
+        for (int M : {P - 1, P, P + 2}) {
+          if (M < 1) continue;
+          const auto r =
+              test::run(schedules::lower(gen(P, M, V), lowering), test::uniform(P * V, 1, 2));
+          INFO(test::describe(lowering) << " P=" << P << " V=" << V << " M=" << M);
+          CHECK(r.errors.empty());
+          const bool cycle = lowering.style != "async" && P >= 2 && V >= 2 && M >= P;
+          REQUIRE(static_cast<bool>(r.deadlock) == cycle);
+          if (!cycle) continue;
+          REQUIRE(r.deadlock->cycles.size() == 1);
+          const auto& c = r.deadlock->cycles[0];
+          REQUIRE(c.size() == static_cast<std::size_t>(P));
+          for (int k = 0; k < P; ++k) {
+            const auto& b = c[static_cast<std::size_t>(k)];
+            const std::string send = std::to_string(k) + "SEND_F" + std::to_string(P - 1 - k);
+            CHECK(b.rank == k);
+            CHECK(b.peer == (k + 1) % P);
+            if (lowering.style == "async-send")
+              CHECK(b.waiting_for.rfind(send + "#", 0) == 0);
+            else
+              CHECK(b.op == send);
+          }
+        }
       }
     }
   }

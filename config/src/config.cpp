@@ -440,12 +440,12 @@ CostSpec read_costs(Reader& r) {
     } else if (o->is_object()) {
       Reader f(*o, r.source(), r.key("overlapped_fb."));
       const json* x = f.get("fraction");
+      f.reject_unknown();  // {"percent": 80} is named as the unknown key it is
       if (!x) r.fail("overlapped_fb", fmt::format("{}, got {}", expected, Reader::describe(*o)));
       if (!x->is_number() || !(x->get<double>() > 0 && x->get<double>() <= 1))
         f.fail("fraction",
                fmt::format("expected a number with 0 < x <= 1, got {}", Reader::describe(*x)));
       c.overlapped_fb_fraction = x->get<double>();
-      f.reject_unknown();
     } else {
       r.fail("overlapped_fb", fmt::format("{}, got {}", expected, Reader::describe(*o)));
     }
