@@ -232,7 +232,7 @@ TEST_CASE(
     "[dualpipe][deadlock]") {
   for (const auto& lowering : test::all_lowerings()) {
     for (int P : {2, 4, 6, 8}) {
-      for (int M : {2 * P, 2 * P + 2}) {
+      for (int M : {2 * P, 2 * P + 2, 6 * P}) {
         const auto prog = schedules::lower(gen(P, M), lowering);
         INFO(test::describe(lowering) << " P=" << P << " M=" << M);
         auto o = costs(P, 1, 2.5);
