@@ -6,6 +6,7 @@
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/op_duration.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/config/sweep.hpp"
 #include "ppsim/sim/analysis.hpp"
 
 using namespace ppsim;
@@ -126,4 +127,23 @@ TEST_CASE("overlapped_fb: a time too large for exact times is refused, naming th
   const auto e = error_for(j);
   CHECK(e.key() == "costs.overlapped_fb");
   CHECK_THAT(e.what(), Contains("the run could last up to"));
+}
+
+// A sweep over chunks keeps the model fixed by scaling per-stage costs by V0/V; a pair's time is a
+// per-stage cost like the others, a fraction is already relative to its parts.
+TEST_CASE("overlapped_fb: a chunk sweep scales a time by V0/V and keeps a fraction",
+          "[overlapped_fb][sweep]") {
+  json j = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
+                           "costs": {"overlapped_fb": 3}})");
+  const auto time =
+      config::sweep(config::parse_config(j, kSource), {{"interleaved-1f1b"}, {}, {2, 4}});
+  REQUIRE(time.size() == 2);
+  CHECK(*time[0].costs.overlapped_fb == Approx(3.0 / 2));
+  CHECK(*time[1].costs.overlapped_fb == Approx(3.0 / 4));
+  j["costs"]["overlapped_fb"] = {{"fraction", 0.75}};
+  const auto fraction =
+      config::sweep(config::parse_config(j, kSource), {{"interleaved-1f1b"}, {}, {2}});
+  REQUIRE(fraction.size() == 1);
+  CHECK_FALSE(fraction[0].costs.overlapped_fb);
+  CHECK(*fraction[0].costs.overlapped_fb_fraction == Approx(0.75));
 }
