@@ -43,7 +43,7 @@ std::vector<Op> flat(const Program& p, int r) {
 //   5: P/2-h-1 x (B1 (F1;B0))   6: h+1 x (B1 B0), split into I from the middle of the step on
 //   7: P/2-h-1 x (W I0)   8: h+1 x W, the Ws in the order their Is ran.
 // Stages: rank r runs stage r (down, microbatches 0..M/2-1) and 2P-1-r (up, M/2..M-1).
-TEST_CASE("dualpipe: exact per-rank order of DualPipe's eight steps, P=2 M=4 and P=4 M=8",
+TEST_CASE("dualpipe: exact per-rank order of DualPipe's eight steps, P=2 M=4, P=4 M=8, P=6 M=12",
           "[dualpipe]") {
   const auto p2 = gen(2, 4);
   CHECK(test::rank_line(p2, 0) == "0F0,3F2,0F1,3B2,(3F3;0B0)OVERLAP_F_B,3B3,0I1,0W1");
@@ -62,6 +62,17 @@ TEST_CASE("dualpipe: exact per-rank order of DualPipe's eight steps, P=2 M=4 and
   CHECK(test::rank_line(p4, 3) ==
         "4F4,4F5,4F6,3F0,3I0,3W0,3F1,(4F7;3B1)OVERLAP_F_B,(3F2;4B4)OVERLAP_F_B,3B2,"
         "(3F3;4B5)OVERLAP_F_B,3B3,4I6,4W6,4I7,4W7");
+  // P=6, M=12: rank 0 runs steps 1, 3, 5 and 7 (h = 0); rank 2 is a middle rank with h = 2 even,
+  // so step 6 splits from its second iteration's B0 on.
+  const auto p6 = gen(6, 12);
+  CHECK(test::rank_line(p6, 0) ==
+        "0F0,0F1,0F2,0F3,0F4,11F6,11I6,11W6,11F7,11I7,11W7,11F8,(0F5;11B8)OVERLAP_F_B,"
+        "(11F9;0B0)OVERLAP_F_B,11B9,(11F10;0B1)OVERLAP_F_B,11B10,(11F11;0B2)OVERLAP_F_B,11B11,"
+        "0I3,0W3,0I4,0W4,0I5,0W5");
+  CHECK(test::rank_line(p6, 2) ==
+        "2F0,9F6,2F1,9F7,2F2,9F8,2F3,9B6,(9F9;2B0)OVERLAP_F_B,(2F4;9B7)OVERLAP_F_B,"
+        "(9F10;2B1)OVERLAP_F_B,(2F5;9B8)OVERLAP_F_B,(9F11;2B2)OVERLAP_F_B,9B9,2B3,9B10,2I4,9I11,"
+        "2I5,2W4,9W11,2W5");
   // The class name is an alias.
   CHECK(schedules::generate("DualPipe", {{"ranks", 4}, {"microbatches", 8}}).to_text() ==
         p4.to_text());
