@@ -431,6 +431,25 @@ CostSpec read_costs(Reader& r) {
   c.backward = r.opt_number("backward");
   c.backward_input = r.opt_number("backward_input");
   c.backward_weight = r.opt_number("backward_weight");
+  // An overlapped F&B pair's duration: a time, or {"fraction": x} of its F + B.
+  if (const json* o = r.get("overlapped_fb")) {
+    const char* expected =
+        "expected a time >= 0 or {\"fraction\": x} with 0 < x <= 1 (of the pair's F + B)";
+    if (o->is_number()) {
+      c.overlapped_fb = r.number("overlapped_fb", 0);
+    } else if (o->is_object()) {
+      Reader f(*o, r.source(), r.key("overlapped_fb."));
+      const json* x = f.get("fraction");
+      f.reject_unknown();  // {"percent": 80} is named as the unknown key it is
+      if (!x) r.fail("overlapped_fb", fmt::format("{}, got {}", expected, Reader::describe(*o)));
+      if (!x->is_number() || !(x->get<double>() > 0 && x->get<double>() <= 1))
+        f.fail("fraction",
+               fmt::format("expected a number with 0 < x <= 1, got {}", Reader::describe(*x)));
+      c.overlapped_fb_fraction = x->get<double>();
+    } else {
+      r.fail("overlapped_fb", fmt::format("{}, got {}", expected, Reader::describe(*o)));
+    }
+  }
   return c;
 }
 

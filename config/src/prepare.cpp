@@ -23,6 +23,11 @@ StageCost resolve(const Config& c, const CostSpec& s, const std::string& key) {
       s.backward && !own_split ? none : pick(s.backward_weight, c.costs.backward_weight);
   StageCost out;
   out.forward = f.value_or(1.0);
+  // The stage's own overlapped_fb (either form) replaces the top-level one.
+  const bool own_overlap = s.overlapped_fb || s.overlapped_fb_fraction;
+  const CostSpec& o = own_overlap ? s : c.costs;
+  if (o.overlapped_fb) out.overlapped_fb = *o.overlapped_fb;
+  if (o.overlapped_fb_fraction) out.overlapped_fb_fraction = *o.overlapped_fb_fraction;
   if (bi.has_value() != bw.has_value())
     throw ConfigError(c.source, key + (bi ? "backward_weight" : "backward_input"),
                       "give both backward_input and backward_weight, or only backward");

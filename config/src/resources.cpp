@@ -200,6 +200,7 @@ std::string cost_key(const Config& c, int stage, const char* field) {
     return f == "forward"          ? s.forward.has_value()
            : f == "backward"       ? s.backward.has_value()
            : f == "backward_input" ? s.backward_input.has_value()
+           : f == "overlapped_fb"  ? s.overlapped_fb.has_value()
                                    : s.backward_weight.has_value();
   };
   if (auto it = c.stage_costs.find(stage); it != c.stage_costs.end() && given(it->second))
@@ -255,6 +256,7 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   // Compute ops counted per (stage, kind) first: keys are formatted per stage, not per op.
   const std::size_t S = m.costs.stages.size();
   std::vector<std::array<double, 4>> count(S, {0, 0, 0, 0});  // F, B, I, W
+  std::vector<double> pairs(S, 0);  // overlapped pairs by their forward's stage
   std::vector<double> chunks(static_cast<std::size_t>(p.ranks()), 0);
   for (const auto& pl : p.placement())
     if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
@@ -271,6 +273,9 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     for (const schedules::Op& op : p.ops(r)) {
       if (schedules::is_composite(op.kind)) {
         for (const schedules::Op& part : p.parts(r, op)) compute(part);
+        if (const auto parts = p.parts(r, op);
+            !parts.empty() && parts[0].stage >= 0 && static_cast<std::size_t>(parts[0].stage) < S)
+          ++pairs[static_cast<std::size_t>(parts[0].stage)];
       } else if (schedules::is_compute(op.kind)) {
         compute(op);
       } else if (schedules::is_comm(op.kind)) {
@@ -310,6 +315,9 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     }
     if (n[2] > 0) time.add(cost_key(c, stage, "backward_input"), n[2] * sc.backward_input);
     if (n[3] > 0) time.add(cost_key(c, stage, "backward_weight"), n[3] * sc.backward_weight);
+    // A pair given a time may take longer than its parts, which are counted above.
+    if (pairs[st] > 0 && sc.overlapped_fb >= 0)
+      time.add(cost_key(c, stage, "overlapped_fb"), pairs[st] * sc.overlapped_fb);
   }
   total_bytes.add("comm.boundary_bytes", static_cast<double>(m.network.boundary_bytes) * sends);
   if (total_bytes.total() > static_cast<double>(kMaxByteSum))

@@ -78,6 +78,8 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
           if (costs.is_null()) costs = nlohmann::json::object();
           const bool split = costs.contains("backward_input") || !costs.contains("backward");
           scale_key(costs, "forward", 1.0, false);
+          if (costs.contains("overlapped_fb") && costs["overlapped_fb"].is_number())
+            scale_key(costs, "overlapped_fb", 0.0, false);
           if (split) {
             scale_key(costs, "backward_input", 1.0, false);
             scale_key(costs, "backward_weight", 1.0, false);

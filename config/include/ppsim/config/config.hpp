@@ -18,6 +18,8 @@ namespace ppsim::config {
 
 struct CostSpec {  // fields left empty fall back to the level above
   std::optional<double> forward, backward, backward_input, backward_weight;
+  // `overlapped_fb`: a time, or {"fraction": x} of F + B; at most one of the two is set.
+  std::optional<double> overlapped_fb, overlapped_fb_fraction;
 };
 
 struct Config {

@@ -14,6 +14,10 @@ struct StageCost {
   double backward_weight = 1.0;  // W
   double backward = 2.0;         // a full B; equals I + W when the split is known
   bool split = true;             // false: only `backward` was given, I/W cannot run
+  // An overlapped F&B pair whose forward part runs this stage takes `overlapped_fb` when it is
+  // >= 0, else `overlapped_fb_fraction` x (its F + its B).
+  double overlapped_fb = -1.0;
+  double overlapped_fb_fraction = 1.0;
 };
 
 struct CostModel {

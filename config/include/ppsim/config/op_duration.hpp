@@ -28,17 +28,22 @@ inline std::optional<double> plain_op_duration(const CostModel& costs, const sch
   }
 }
 
-// Any op: a composite's parts run together for the sum of their costs.
+// Any op. A composite (an overlapped F&B pair, its forward first) runs its parts together: for
+// the sum of their costs unless `costs.overlapped_fb` of its forward's stage gives a time or a
+// fraction of that sum.
 inline std::optional<double> op_duration(const CostModel& costs, const schedules::Program& program,
                                          int rank, const schedules::Op& op) {
   if (!schedules::is_composite(op.kind)) return plain_op_duration(costs, op);
+  const auto parts = program.parts(rank, op);
   double d = 0;
-  for (const schedules::Op& part : program.parts(rank, op)) {
+  for (const schedules::Op& part : parts) {
     const auto p = plain_op_duration(costs, part);
     if (!p) return std::nullopt;
     d += *p;
   }
-  return d;
+  if (parts.empty()) return d;
+  const StageCost& c = costs.stages[static_cast<std::size_t>(parts.front().stage)];
+  return c.overlapped_fb >= 0 ? c.overlapped_fb : c.overlapped_fb_fraction * d;
 }
 
 }  // namespace ppsim::config
