@@ -1,0 +1,96 @@
+// ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", section 6): two chunks per rank in a V
+// (chunk 0 runs down ranks 0..P-1, chunk 1 back up), backward split into I and W. The per-rank
+// order is the one PyTorch's ScheduleZBVZeroBubble computes, op for op.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ppsim/schedules/error.hpp"
+#include "ppsim/schedules/generator.hpp"
+
+namespace ppsim::schedules::generators {
+
+namespace {
+
+// One chunk of a rank: its stage and the next microbatch of each kind.
+struct Lane {
+  int stage;
+  int f = 0, i = 0, w = 0;
+};
+
+Program build(const ScheduleParams& p) {
+  const int P = p.ranks(), M = p.microbatches(), V = p.chunks();
+  if (V != 2)
+    throw ParameterError("chunks", fmt::format("zbv needs exactly 2 chunks per rank (the two arms "
+                                               "of the V), as PyTorch's ScheduleZBVZeroBubble "
+                                               "requires; got {}",
+                                               V));
+  // PyTorch plans at least 2P-1 microbatches (enough to fill the V) and drops the ops of those
+  // that do not exist, so a small M keeps the full-size order minus the missing microbatches.
+  const int planned = std::max(2 * P - 1, M);
+  Program program(M, make_placement(PlacementKind::v, P, 2));
+  for (int r = 0; r < P; ++r) {
+    program.reserve(r, 6 * static_cast<std::size_t>(M));
+    Lane down{r}, up{2 * P - 1 - r};
+    auto emit = [&](OpKind kind, int stage, int mb) {
+      if (mb < M) program.push(r, Op::compute(kind, stage, mb));
+    };
+    auto forward = [&](Lane& l) { emit(OpKind::F, l.stage, l.f++); };
+    auto input = [&](Lane& l) { emit(OpKind::I, l.stage, l.i++); };
+    auto weight = [&](Lane& l) { emit(OpKind::W, l.stage, l.w++); };
+
+    // Warm-up: fill chunk 0 (fewer forwards the further down the V), alternate chunks while the
+    // first microbatches come back up, then start chunk 1's backward as soon as it can.
+    for (int k = 0; k < 2 * (P - r) - 1; ++k) forward(down);
+    for (int k = 0; k < r; ++k) {
+      forward(up);
+      forward(down);
+    }
+    for (int k = 0; k < P - r; ++k) {
+      forward(up);
+      input(up);
+      weight(up);
+    }
+    // Steady state: F, I, W on chunk 0 then on chunk 1, until chunk 1 has caught up.
+    while (up.f < down.f || down.f < planned) {
+      if (down.f < planned) forward(down);
+      input(down);
+      weight(down);
+      forward(up);
+      input(up);
+      weight(up);
+    }
+    // Cool-down: input gradients first (they unblock the ranks above), weights deferred to fill
+    // the drain: chunk 1's pending W, then chunk 0's.
+    for (int k = 0; k < r; ++k) {
+      input(down);
+      input(up);
+    }
+    for (int k = 0; k < P - r; ++k) {
+      input(down);
+      weight(down);
+    }
+    while (up.w < up.i) weight(up);
+    while (down.w < down.i) weight(down);
+  }
+  return program;
+}
+
+}  // namespace
+
+void register_zbv(Registry& registry) {
+  registry.add({"zbv",
+                {"ZBVZeroBubble", "ScheduleZBVZeroBubble", "ZB-V"},
+                "zero-bubble V: 2 chunks per rank placed in a V (rank r holds stages r and "
+                "2P-1-r), backward split into I and W; no idle gap on any rank when F = I = W "
+                "and M >= 2P-1; peak 2P activation stashes per rank",
+                {ranks_param("pipeline ranks P (stages S = 2P)"), microbatches_param("M >= 1"),
+                 ParamSpec("chunks", "chunks per rank: exactly 2").with_default(2).range(1)},
+                build,
+                {{{"ranks", 1}, {"microbatches", 1}},
+                 {{"ranks", 2}, {"microbatches", 4}},
+                 {{"ranks", 4}, {"microbatches", 3}},
+                 {{"ranks", 4}, {"microbatches", 8}}}});
+}
+
+}  // namespace ppsim::schedules::generators
