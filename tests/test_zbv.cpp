@@ -6,10 +6,12 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "error_of.hpp"
 #include "helpers.hpp"
 #include "ppsim/schedules/error.hpp"
+#include "v_cycle.hpp"
 
 using namespace ppsim;
 using schedules::OpKind;
@@ -111,29 +113,69 @@ TEST_CASE("zbv: each rank runs F, I and W once for each of its two stages and M 
 }
 
 // ZB-V's claim (Qi et al. section 6): with T_F = T_I = T_W and free communication the steady
-// state has no bubble. Precisely: rank r starts at r*T_F (the V fills one stage per T_F) and
-// then computes without a gap to its last W, so end - start == busy = 6*M*T on every rank and the
-// makespan is 6*M*T + (P-1)*T. This needs M >= 2P-1 (enough microbatches to fill the V).
-TEST_CASE("zbv: F = I = W, free communication, M >= 2P-1: no idle gap inside any rank's window",
-          "[zbv][closed_form]") {
+// state has no bubble. Precisely: rank r's first compute op starts at r*T (the V fills one stage
+// per T) and from there it computes without a gap to its last W: last compute end - first compute
+// start == busy = 6*M*T on every rank. The makespan is 6*M*T + (P-1)*T, every rank idles (P-1)*T
+// (the fill), and bubble_vs_ideal = (P-1)/(6M). This needs M >= 2P-1 (enough microbatches to fill
+// the V) and communication that never holds a sender: zero latency and bandwidth cost, and either
+// eager sends or receives posted at least 2 compute ops ahead. With rendezvous sends and receives
+// posted 1 op ahead (prefetch 1, the default) a rank that sent a gradient waits for it before its
+// next backward, and the receiver posts it only one op before its own I: P >= 3 then loses time.
+TEST_CASE(
+    "zbv: F = I = W, free communication, M >= 2P-1: every rank computes without a gap from r*T "
+    "to r*T + 6MT",
+    "[zbv][closed_form]") {
   const double T = 1.0;
-  for (std::string_view style : {"async", "async-send", "batched"}) {
+  struct Comm {
+    int prefetch;
+    bool eager;
+  };
+  for (const Comm comm : {Comm{2, false}, Comm{-1, false}, Comm{0, true}, Comm{1, true}}) {
     for (int P = 2; P <= 8; ++P) {
       for (int M : {2 * P - 1, 2 * P, 3 * P, 4 * P}) {
-        const auto prog = test::lowered("zbv", P, M, 2, style);
-        const auto r = sim::simulate(prog, test::uniform(2 * P, T, 2 * T));
-        INFO("style=" << style << " P=" << P << " M=" << M);
+        const auto prog = test::lowered("zbv", P, M, 2, "async", comm.prefetch);
+        auto o = test::uniform(2 * P, T, 2 * T);
+        o.network.eager_limit = comm.eager ? 1 : 0;  // boundary_bytes = 0: every send is eager
+        record::Trace trace;
+        record::TraceRecorder recorder(trace);
+        const auto r = sim::simulate(prog, o, &recorder);
+        INFO("prefetch=" << comm.prefetch << " eager=" << comm.eager << " P=" << P << " M=" << M);
         REQUIRE_FALSE(r.deadlock);
         REQUIRE(r.errors.empty());
         CHECK(r.makespan == Approx(6 * M * T + (P - 1) * T));
         CHECK(r.bubble_vs_ideal == Approx(double(P - 1) / (6 * M)).margin(1e-12));
+        std::vector<double> first(static_cast<std::size_t>(P), 1e300), last(first.size(), 0.0);
+        for (const auto& sp : trace.spans) {
+          if (sp.kind != record::SpanKind::compute) continue;
+          auto& f = first[static_cast<std::size_t>(sp.rank)];
+          auto& l = last[static_cast<std::size_t>(sp.rank)];
+          f = std::min(f, sp.start);
+          l = std::max(l, sp.end);
+        }
         for (const auto& m : r.per_rank) {
+          const auto rank = static_cast<std::size_t>(m.rank);
           CHECK(m.busy == Approx(6 * M * T));
-          CHECK(m.start == Approx(m.rank * T));
-          CHECK(m.end - m.start == Approx(m.busy));
+          CHECK(m.idle == Approx((P - 1) * T));
+          CHECK(first[rank] == Approx(m.rank * T));
+          CHECK(last[rank] - first[rank] == Approx(m.busy));
         }
       }
     }
+  }
+}
+
+TEST_CASE("zbv: with rendezvous sends and prefetch 1, ranks P >= 3 wait on gradient sends",
+          "[zbv][closed_form]") {
+  for (int P = 2; P <= 6; ++P) {
+    const int M = 3 * P;
+    const auto r =
+        sim::simulate(test::lowered("zbv", P, M, 2, "async", 1), test::uniform(2 * P, 1, 2));
+    INFO("P=" << P);
+    REQUIRE_FALSE(r.deadlock);
+    if (P == 2)
+      CHECK(r.makespan == Approx(6 * M + 1));
+    else
+      CHECK(r.makespan > 6 * M + (P - 1));
   }
 }
 
@@ -164,19 +206,30 @@ TEST_CASE("zbv: peak activation on rank r = min(2P, 2M, M+r+1) stashes (P * M_B 
   }
 }
 
-// The V keeps every transfer between neighbouring ranks and never wraps around, so the styles that
-// run 1F1B run zbv too. All-blocking rendezvous deadlocks as it does for 1F1B: rank r's forward
-// send to r+1 waits while rank r+1 blocks sending a gradient back to r.
-TEST_CASE("zbv: runs under every comm style except all-blocking with P >= 2", "[zbv][deadlock]") {
+// Forward activations cross each link in both directions (chunk 0 down, chunk 1 up). Rank P-1 turns
+// microbatch 0 around and sends stage P's output back to rank P-2, which is sending stage P-2's
+// output of microbatch 1 down to it: when forward sends rendezvous before the rank moves on
+// (blocking; async-send waits them before the next forward; batched pairs only opposite-direction
+// sends), both wait for a receive the other posts later. Only `async` runs zbv; with one
+// microbatch there is nothing to cross and every style runs it.
+TEST_CASE(
+    "zbv: only the async style runs it for M >= 2; blocking, async-send and batched deadlock "
+    "between ranks P-2 and P-1 (stage P-2's forward of microbatch 1 against stage P's of "
+    "microbatch 0)",
+    "[zbv][deadlock]") {
   for (const auto& lowering : test::all_lowerings()) {
-    for (int P = 1; P <= 5; ++P) {
-      for (int M : {1, P, 2 * P - 1, 2 * P, 3 * P + 1}) {
+    for (int P = 1; P <= 6; ++P) {
+      for (int M : {1, 2, P, 2 * P - 1, 2 * P, 3 * P + 1}) {
         const auto prog = schedules::lower(zbv(P, M), lowering);
         const auto r = test::run(prog, test::uniform(2 * P, 1, 2));
         INFO(test::describe(lowering) << " P=" << P << " M=" << M);
         CHECK(r.errors.empty());
-        const bool expect_deadlock = lowering.style == "blocking" && P >= 2;
-        CHECK(r.deadlock.has_value() == expect_deadlock);
+        if (lowering.style == "async" || P == 1 || M == 1) {
+          CHECK_FALSE(r.deadlock);
+          continue;
+        }
+        REQUIRE(r.deadlock);
+        test::check_v_forward_cycle(*r.deadlock, P, M);
       }
     }
   }
