@@ -254,6 +254,21 @@ TEST_CASE(
   }
 }
 
+// Stage P-1 and stage P share rank P-1, so of the 2P-1 stage boundaries 2P-2 cross ranks, each
+// once forward and once backward per microbatch.
+TEST_CASE("dualpipev: comm_bytes = 2 * (2P-2) * M * boundary_bytes", "[dualpipev]") {
+  for (int P = 1; P <= 6; ++P) {
+    for (int M : {2 * P, 3 * P}) {
+      auto o = test::uniform(2 * P, 1, 2);
+      o.network.boundary_bytes = 1000;
+      const auto r = sim::simulate(test::lowered("dualpipev", P, M, 2), o);
+      INFO("P=" << P << " M=" << M);
+      REQUIRE_FALSE(r.deadlock);
+      CHECK(r.comm_bytes == 2 * (2 * P - 2) * M * 1000);
+    }
+  }
+}
+
 TEST_CASE("dualpipev refuses M < 2P and chunks != 2, naming the rule", "[dualpipev]") {
   for (int P = 1; P <= 6; ++P) {
     const auto e = test::error_of<schedules::ParameterError>([&] { dualpipev(P, 2 * P - 1); });

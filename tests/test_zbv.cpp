@@ -235,6 +235,21 @@ TEST_CASE(
   }
 }
 
+// Stage P-1 and stage P share rank P-1, so of the 2P-1 stage boundaries 2P-2 cross ranks, each
+// once forward and once backward per microbatch.
+TEST_CASE("zbv: comm_bytes = 2 * (2P-2) * M * boundary_bytes", "[zbv]") {
+  for (int P = 1; P <= 6; ++P) {
+    for (int M : {1, 2, 2 * P, 3 * P}) {
+      auto o = test::uniform(2 * P, 1, 2);
+      o.network.boundary_bytes = 1000;
+      const auto r = sim::simulate(test::lowered("zbv", P, M, 2), o);
+      INFO("P=" << P << " M=" << M);
+      REQUIRE_FALSE(r.deadlock);
+      CHECK(r.comm_bytes == 2 * (2 * P - 2) * M * 1000);
+    }
+  }
+}
+
 TEST_CASE("zbv refuses anything but two chunks per rank, naming the rule", "[zbv]") {
   for (int V : {1, 3, 4}) {
     const auto e = test::error_of<schedules::ParameterError>([&] {

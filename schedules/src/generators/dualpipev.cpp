@@ -130,9 +130,8 @@ void register_dualpipev(Registry& registry) {
   registry.add(
       {"dualpipev",
        {"DualPipeV", "ScheduleDualPipeV"},
-       "DeepSeek's DualPipe folded into a V: 2 chunks per rank (rank r holds stages r and 2P-1-r), "
-       "steady state overlaps F of one chunk with B of the other (OVERLAP_F_B), I/W split in the "
-       "ramps; M >= 2P; peak 2P+1 activation stashes per rank",
+       "DeepSeek's DualPipe folded into a V: F of one chunk overlapped with B of the other "
+       "(OVERLAP_F_B), I/W split in the ramps; deadlocks unless comm.style is async",
        {ranks_param("pipeline ranks P (stages S = 2P)"), microbatches_param("M >= 2P"),
         ParamSpec("chunks", "chunks per rank: exactly 2").with_default(2).range(1)},
        build,

@@ -60,8 +60,8 @@ Program build(const ScheduleParams& p) {
       input(up);
       weight(up);
     }
-    // Cool-down: input gradients first (they unblock the ranks above), weights deferred to fill
-    // the drain: chunk 1's pending W, then chunk 0's.
+    // Cool-down: input gradients first (other ranks wait for them), the W they leave behind
+    // fill the drain: chunk 1's, then chunk 0's.
     for (int k = 0; k < r; ++k) {
       input(down);
       input(up);
@@ -79,18 +79,18 @@ Program build(const ScheduleParams& p) {
 }  // namespace
 
 void register_zbv(Registry& registry) {
-  registry.add({"zbv",
-                {"ZBVZeroBubble", "ScheduleZBVZeroBubble", "ZB-V"},
-                "zero-bubble V: 2 chunks per rank placed in a V (rank r holds stages r and "
-                "2P-1-r), backward split into I and W; no idle gap on any rank when F = I = W "
-                "and M >= 2P-1; peak 2P activation stashes per rank",
-                {ranks_param("pipeline ranks P (stages S = 2P)"), microbatches_param("M >= 1"),
-                 ParamSpec("chunks", "chunks per rank: exactly 2").with_default(2).range(1)},
-                build,
-                {{{"ranks", 1}, {"microbatches", 1}},
-                 {{"ranks", 2}, {"microbatches", 4}},
-                 {{"ranks", 4}, {"microbatches", 3}},
-                 {{"ranks", 4}, {"microbatches", 8}}}});
+  registry.add(
+      {"zbv",
+       {"ZBVZeroBubble", "ScheduleZBVZeroBubble", "ZB-V"},
+       "zero-bubble V: 2 chunks per rank in a V (rank r runs stages r and 2P-1-r), backward "
+       "split into I and W; deadlocks unless comm.style is async",
+       {ranks_param("pipeline ranks P (stages S = 2P)"), microbatches_param("M >= 1"),
+        ParamSpec("chunks", "chunks per rank: exactly 2").with_default(2).range(1)},
+       build,
+       {{{"ranks", 1}, {"microbatches", 1}},
+        {{"ranks", 2}, {"microbatches", 4}},
+        {{"ranks", 4}, {"microbatches", 3}},
+        {{"ranks", 4}, {"microbatches", 8}}}});
 }
 
 }  // namespace ppsim::schedules::generators
