@@ -53,18 +53,13 @@ class RankOrder {
 };
 
 Program build(const ScheduleParams& p) {
-  const int P = p.ranks(), M = p.microbatches(), V = p.chunks();
-  if (V != 2)
-    throw ParameterError("chunks", fmt::format("dualpipev needs exactly 2 chunks per rank (the two "
-                                               "arms of the V), as PyTorch's ScheduleDualPipeV "
-                                               "requires; got {}",
-                                               V));
+  const int P = p.ranks(), M = p.microbatches();
   if (M < 2 * P)
     throw ParameterError("microbatches",
                          fmt::format("dualpipev needs microbatches >= stages = 2 * ranks = {} (got "
-                                     "{}), as PyTorch's ScheduleDualPipeV requires: the steady "
-                                     "state overlaps a forward with a backward only once every "
-                                     "stage holds a microbatch",
+                                     "{}), as PyTorch's ScheduleDualPipeV requires: rank 0 runs "
+                                     "2P-1 forwards of chunk 0 before its first overlapped pair, "
+                                     "which takes one more",
                                      2 * P, M));
   Program program(M, make_placement(PlacementKind::v, P, 2));
   for (int r = 0; r < P; ++r) {
@@ -133,7 +128,10 @@ void register_dualpipev(Registry& registry) {
        "DeepSeek's DualPipe folded into a V: F of one chunk overlapped with B of the other "
        "(OVERLAP_F_B), I/W split in the ramps; deadlocks unless comm.style is async",
        {ranks_param("pipeline ranks P (stages S = 2P)"), microbatches_param("M >= 2P"),
-        ParamSpec("chunks", "chunks per rank: exactly 2").with_default(2).range(1)},
+        ParamSpec("chunks",
+                  "chunks per rank: exactly 2, the two arms of the V (as ScheduleDualPipeV)")
+            .with_default(2)
+            .range(2, 2)},
        build,
        {{{"ranks", 1}, {"microbatches", 2}},
         {{"ranks", 2}, {"microbatches", 4}},

@@ -1,11 +1,8 @@
 // ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", section 6): two chunks per rank in a V
 // (chunk 0 runs down ranks 0..P-1, chunk 1 back up), backward split into I and W. The per-rank
 // order is the one PyTorch's ScheduleZBVZeroBubble computes, op for op.
-#include <fmt/format.h>
-
 #include <algorithm>
 
-#include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
 
 namespace ppsim::schedules::generators {
@@ -19,12 +16,7 @@ struct Lane {
 };
 
 Program build(const ScheduleParams& p) {
-  const int P = p.ranks(), M = p.microbatches(), V = p.chunks();
-  if (V != 2)
-    throw ParameterError("chunks", fmt::format("zbv needs exactly 2 chunks per rank (the two arms "
-                                               "of the V), as PyTorch's ScheduleZBVZeroBubble "
-                                               "requires; got {}",
-                                               V));
+  const int P = p.ranks(), M = p.microbatches();
   // PyTorch plans at least 2P-1 microbatches (enough to fill the V) and drops the ops of those
   // that do not exist, so a small M keeps the full-size order minus the missing microbatches.
   const int planned = std::max(2 * P - 1, M);
@@ -85,7 +77,10 @@ void register_zbv(Registry& registry) {
        "zero-bubble V: 2 chunks per rank in a V (rank r runs stages r and 2P-1-r), backward "
        "split into I and W; deadlocks unless comm.style is async",
        {ranks_param("pipeline ranks P (stages S = 2P)"), microbatches_param("M >= 1"),
-        ParamSpec("chunks", "chunks per rank: exactly 2").with_default(2).range(1)},
+        ParamSpec("chunks",
+                  "chunks per rank: exactly 2, the two arms of the V (as ScheduleZBVZeroBubble)")
+            .with_default(2)
+            .range(2, 2)},
        build,
        {{{"ranks", 1}, {"microbatches", 1}},
         {{"ranks", 2}, {"microbatches", 4}},
