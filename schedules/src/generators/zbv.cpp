@@ -2,6 +2,7 @@
 // (chunk 0 runs down ranks 0..P-1, chunk 1 back up), backward split into I and W. The per-rank
 // order is the one PyTorch's ScheduleZBVZeroBubble computes, op for op.
 #include <algorithm>
+#include <initializer_list>
 
 #include "ppsim/schedules/generator.hpp"
 
@@ -14,6 +15,22 @@ struct Lane {
   int stage;
   int f = 0, i = 0, w = 0;
 };
+
+// Runs `round` `rounds` times; each round advances every counter in `counters` by one. Ops of
+// microbatches >= M are dropped, so once all those counters reach M no later round emits anything:
+// the rest are skipped and the counters moved on, which keeps the work O(M) per rank however
+// large P is.
+template <typename Round>
+void rounds_of(int rounds, int M, std::initializer_list<int*> counters, Round round) {
+  int done = 0;
+  for (; done < rounds; ++done) {
+    bool live = false;
+    for (const int* c : counters) live = live || *c < M;
+    if (!live) break;
+    round();
+  }
+  for (int* c : counters) *c += rounds - done;
+}
 
 Program build(const ScheduleParams& p) {
   const int P = p.ranks(), M = p.microbatches();
@@ -33,37 +50,40 @@ Program build(const ScheduleParams& p) {
 
     // Warm-up: fill chunk 0 (fewer forwards the further down the V), alternate chunks while the
     // first microbatches come back up, then start chunk 1's backward as soon as it can.
-    for (int k = 0; k < 2 * (P - r) - 1; ++k) forward(down);
-    for (int k = 0; k < r; ++k) {
+    rounds_of(2 * (P - r) - 1, M, {&down.f}, [&] { forward(down); });
+    rounds_of(r, M, {&up.f, &down.f}, [&] {
       forward(up);
       forward(down);
-    }
-    for (int k = 0; k < P - r; ++k) {
+    });
+    rounds_of(P - r, M, {&up.f, &up.i, &up.w}, [&] {
       forward(up);
       input(up);
       weight(up);
-    }
-    // Steady state: F, I, W on chunk 0 then on chunk 1, until chunk 1 has caught up.
-    while (up.f < down.f || down.f < planned) {
+    });
+    // Steady state: F, I, W on chunk 0 (no F once `planned` are done) then on chunk 1, until
+    // chunk 1 has caught up: planned - up.f rounds. down.i <= down.f, so the counters listed
+    // decide whether a round can emit.
+    rounds_of(planned - up.f, M, {&down.i, &down.w, &up.f, &up.i, &up.w}, [&] {
       if (down.f < planned) forward(down);
       input(down);
       weight(down);
       forward(up);
       input(up);
       weight(up);
-    }
-    // Cool-down: input gradients first (other ranks wait for them), the W they leave behind
-    // fill the drain: chunk 1's, then chunk 0's.
-    for (int k = 0; k < r; ++k) {
+    });
+    down.f = planned;
+    // Cool-down: input gradients first (other ranks wait for them); the W they leave behind fill
+    // the drain: chunk 1's, then chunk 0's.
+    rounds_of(r, M, {&down.i, &up.i}, [&] {
       input(down);
       input(up);
-    }
-    for (int k = 0; k < P - r; ++k) {
+    });
+    rounds_of(P - r, M, {&down.i, &down.w}, [&] {
       input(down);
       weight(down);
-    }
-    while (up.w < up.i) weight(up);
-    while (down.w < down.i) weight(down);
+    });
+    rounds_of(up.i - up.w, M, {&up.w}, [&] { weight(up); });
+    rounds_of(down.i - down.w, M, {&down.w}, [&] { weight(down); });
   }
   return program;
 }
