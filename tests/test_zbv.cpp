@@ -113,6 +113,14 @@ TEST_CASE("zbv: each rank runs F, I and W once for each of its two stages and M 
       }
     }
   }
+  // Far more ranks than microbatches: the rounds PyTorch plans for the missing microbatches are
+  // skipped, and every rank still runs its 6M ops (warm-up order: F0, then F1 for the top ranks).
+  const auto wide = zbv(3000, 1);
+  for (int r : {0, 1, 1500, 2999}) {
+    const auto line = test::rank_line(wide, r);
+    const std::string a = std::to_string(r), b = std::to_string(5999 - r);
+    CHECK(line == a + "F0," + b + "F0," + b + "I0," + b + "W0," + a + "I0," + a + "W0");
+  }
 }
 
 // ZB-V's claim (Qi et al. section 6): with T_F = T_I = T_W and free communication the steady
