@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <tuple>
 #include <vector>
