@@ -40,7 +40,11 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
   std::vector<Config> out;
   for (const auto& kind : kinds) {
     const bool chunked = takes_chunks(kind);
+    // A schedule built for a fixed number of chunks (zbv, dualpipev: 2) runs with that number.
+    const auto* spec = chunks_param(kind);
+    const bool fixed = chunked && spec->min == spec->max;
     const auto vs = !chunked              ? std::vector<int>{1}
+                    : fixed               ? std::vector<int>{static_cast<int>(spec->min)}
                     : axes.chunks.empty() ? std::vector<int>{v0}
                                           : axes.chunks;
     for (int m : ms) {

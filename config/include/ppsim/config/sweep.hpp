@@ -18,7 +18,7 @@ bool sweep_requested(const SweepAxes& axes);
 // One config per combination. The model stays fixed: splitting each rank into V chunks instead of
 // the config's V0 scales per-stage costs, activation and static bytes by V0 / V (boundary_bytes,
 // the size of one activation crossing ranks, stays). Schedules whose `chunks` parameter allows only
-// 1 run with V = 1.
+// one value run with it (V = 1 for 1F1B, V = 2 for zbv).
 std::vector<Config> sweep(const Config& base, const SweepAxes& axes);
 
 }  // namespace ppsim::config
