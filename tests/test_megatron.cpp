@@ -3,6 +3,9 @@
 
 #include "error_of.hpp"
 #include "helpers.hpp"
+#include "ppsim/config/config.hpp"
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/schedules/error.hpp"
 
 using namespace ppsim;
 using schedules::Program;
@@ -204,6 +207,116 @@ TEST_CASE(
             REQUIRE(r.errors.empty());
             ++programs;
           }
-  INFO(programs << " programs");
-  CHECK(programs > 0);
+  // 1725 (P, V, M, group) combinations, each with both overlap settings
+  CHECK(programs == 2 * 1725);
+}
+
+TEST_CASE(
+    "megatron: P=3, M=7, V=2, microbatch_group_size 7 deadlocks under async (prefetch 1) "
+    "and runs under megatron, makespan (V*M + P-1)(f+b)",
+    "[megatron]") {
+  const schedules::ScheduleParams params{
+      {"ranks", 3}, {"microbatches", 7}, {"chunks", 2}, {"microbatch_group_size", 7}};
+  const Program compute = schedules::generate("interleaved-1f1b", params);
+  const auto o = test::uniform(6, 1.0, 2.0);
+  {
+    const auto r = test::run(schedules::lower(compute, {"async", {{"prefetch", 1}}}), o);
+    CHECK(r.deadlock);
+  }
+  for (bool overlap : {false, true}) {
+    INFO("overlap=" << overlap);
+    const auto r = test::run(interleaved(3, 7, 2, 7, overlap), o);
+    REQUIRE_FALSE(r.deadlock);
+    CHECK(r.errors.empty());
+    CHECK(r.makespan == Approx((2 * 7 + 3 - 1) * 3.0));
+  }
+}
+
+// The lower bound: rank P-1 starts after P-1 forwards, runs V*M(f+b) of work and ends with a
+// chunk-0 backward, after which P-1 backwards on ranks P-2..0 remain. Megatron's order meets it
+// for every group it accepts (group >= P keeps the ring fed); a larger group costs memory: rank r
+// warms up 2(P-r-1) + (V-1)*group forwards, so it holds one stash more than that at its peak.
+TEST_CASE(
+    "Interleaved 1F1B with any valid microbatch_group_size: bubble_vs_ideal = (P-1)/(V*M), "
+    "makespan (V*M + P-1)(f+b), peak stashes on rank r = min(2(P-r-1) + (V-1)*group + 1, "
+    "V*M)",
+    "[megatron][closed_form][interleaved]") {
+  const double f = 1.0, b = 2.0;
+  int cases = 0;
+  for (int P = 3; P <= 6; ++P)
+    for (int V = 2; V <= 4; ++V)
+      for (int M = P; M <= 16; ++M)
+        for (int g : valid_groups(P, M)) {
+          const schedules::ScheduleParams params{
+              {"ranks", P}, {"microbatches", M}, {"chunks", V}, {"microbatch_group_size", g}};
+          const Program compute = schedules::generate("interleaved-1f1b", params);
+          // megatron's batches, and async with every receive posted up front (dependencies only)
+          for (const schedules::LoweringOptions& l :
+               {schedules::LoweringOptions{"megatron", {}},
+                schedules::LoweringOptions{"async", {{"prefetch", -1}}}}) {
+            INFO("P=" << P << " V=" << V << " M=" << M << " group=" << g << " "
+                      << test::describe(l));
+            auto o = test::uniform(P * V, f, b);
+            o.memory.activation_bytes = 1;  // peak memory counts live stashes
+            const auto r = test::run(schedules::lower(compute, l), o);
+            REQUIRE_FALSE(r.deadlock);
+            REQUIRE(r.errors.empty());
+            CHECK(r.bubble_vs_ideal == Approx(double(P - 1) / (V * M)).margin(1e-12));
+            CHECK(r.makespan == Approx((V * M + P - 1) * (f + b)));
+            for (const auto& m : r.per_rank)
+              CHECK(m.peak_memory_bytes == std::min(2 * (P - m.rank - 1) + (V - 1) * g + 1, V * M));
+            ++cases;
+          }
+        }
+  CHECK(cases == 2 * 462);  // 462 (P, V, M, group) combinations, two lowerings each
+}
+
+TEST_CASE("megatron refuses what Megatron-LM does not run, naming the rule", "[megatron]") {
+  const schedules::LoweringOptions plain{"megatron", {}};
+  // Another schedule.
+  auto e = test::error_of<schedules::ParameterError>([&] {
+    schedules::lower(schedules::generate("gpipe", {{"ranks", 2}, {"microbatches", 2}}), plain);
+  });
+  CHECK(e.key() == "style");
+  CHECK(std::string(e.what()) ==
+        "comm style 'megatron' models Megatron-LM's 1F1B and interleaved 1F1B loops only "
+        "(1f1b with chunks = 1): rank 1 op 1 is 1F1, Megatron runs 1B0");
+  // overlap_p2p_comm with the non-interleaved loop, as Megatron-LM raises.
+  e = test::error_of<schedules::ParameterError>([&] {
+    schedules::lower(schedules::generate("1f1b", {{"ranks", 2}, {"microbatches", 2}}),
+                     {"megatron", {{"overlap_p2p_comm", 1}}});
+  });
+  CHECK(e.key() == "overlap_p2p_comm");
+  CHECK_THAT(e.what(), Catch::Contains("does not support overlapping p2p communication"));
+  // A split backward, a hand-made order, a program shorter than Megatron's.
+  e = test::error_of<schedules::ParameterError>(
+      [&] { schedules::lower(Program::parse("0F0,0I0,0W0\n"), plain); });
+  CHECK_THAT(e.what(), Catch::EndsWith("rank 0 runs 0I0, Megatron runs full forwards and "
+                                       "backwards (F, B) only"));
+  e = test::error_of<schedules::ParameterError>(
+      [&] { schedules::lower(Program::parse("0F0,0B0,0F1,0B1\n1F0,1B0,1F1,1B1\n"), plain); });
+  CHECK_THAT(e.what(), Catch::EndsWith("rank 0 op 1 is 0B0, Megatron runs 0F1"));
+  e = test::error_of<schedules::ParameterError>(
+      [&] { schedules::lower(Program::parse("0F0,0F1,0B0\n1F0,1B0,1F1,1B1\n"), plain); });
+  CHECK_THAT(e.what(), Catch::EndsWith("rank 0 op 3 is the end of its ops, Megatron runs 0B1"));
+}
+
+TEST_CASE("megatron in a config: comm.overlap_p2p_comm takes true/false or 0/1",
+          "[megatron][config]") {
+  nlohmann::json j = nlohmann::json::parse(R"({"schedule": {"kind": "interleaved-1f1b",
+      "ranks": 3, "microbatches": 6, "chunks": 2}, "comm": {"style": "megatron",
+      "overlap_p2p_comm": true}})");
+  CHECK(config::parse_config(j, "m.json").lowering.params.get("overlap_p2p_comm") == 1);
+  j["comm"]["overlap_p2p_comm"] = 0;
+  CHECK(config::parse_config(j, "m.json").lowering.params.get("overlap_p2p_comm") == 0);
+  j["comm"]["overlap_p2p_comm"] = "yes";
+  auto e = test::error_of([&] { config::parse_config(j, "m.json"); });
+  CHECK(e.key() == "comm.overlap_p2p_comm");
+  CHECK_THAT(e.message(),
+             Catch::Contains("expected an integer in [0, 1] or true/false, got string"));
+  // 1f1b with overlap: refused when the program is built, naming the key.
+  j = nlohmann::json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 3, "microbatches": 6},
+      "comm": {"style": "megatron", "overlap_p2p_comm": true}})");
+  e = test::error_of([&] { config::prepare(config::parse_config(j, "m.json")); });
+  CHECK(e.key() == "comm.overlap_p2p_comm");
 }
