@@ -238,9 +238,7 @@ class Walk {
     if (!recv) return std::nullopt;
     if (recv_f_.empty())
       throw std::logic_error(
-          fmt::format("megatron lowering: rank {} receives an activation it "
-                      "never reads",
-                      r_));
+          fmt::format("megatron lowering: rank {} receives an activation it never reads", r_));
     Op op = recv_f_.front();
     recv_f_.pop_front();
     return op;
@@ -249,9 +247,7 @@ class Walk {
     if (!recv) return std::nullopt;
     if (recv_b_.empty())
       throw std::logic_error(
-          fmt::format("megatron lowering: rank {} receives a gradient it "
-                      "never reads",
-                      r_));
+          fmt::format("megatron lowering: rank {} receives a gradient it never reads", r_));
     Op op = recv_b_.front();
     recv_b_.pop_front();
     return op;
