@@ -281,8 +281,8 @@ TEST_CASE("megatron refuses what Megatron-LM does not run, naming the rule", "[m
   });
   CHECK(e.key() == "style");
   CHECK(std::string(e.what()) ==
-        "comm style 'megatron' models Megatron-LM's 1F1B and interleaved 1F1B loops only "
-        "(1f1b with chunks = 1): rank 1 op 1 is 1F1, Megatron runs 1B0");
+        "comm style 'megatron' models Megatron-LM's 1F1B and interleaved 1F1B loops only: rank 1 "
+        "op 1 is 1F1, where Megatron's 1F1B runs 1B0");
   // overlap_p2p_comm with the non-interleaved loop, as Megatron-LM raises.
   e = test::error_of<schedules::ParameterError>([&] {
     schedules::lower(schedules::generate("1f1b", {{"ranks", 2}, {"microbatches", 2}}),
@@ -297,10 +297,11 @@ TEST_CASE("megatron refuses what Megatron-LM does not run, naming the rule", "[m
                                        "backwards (F, B) only"));
   e = test::error_of<schedules::ParameterError>(
       [&] { schedules::lower(Program::parse("0F0,0B0,0F1,0B1\n1F0,1B0,1F1,1B1\n"), plain); });
-  CHECK_THAT(e.what(), Catch::EndsWith("rank 0 op 1 is 0B0, Megatron runs 0F1"));
+  CHECK_THAT(e.what(), Catch::EndsWith("rank 0 op 1 is 0B0, where Megatron's 1F1B runs 0F1"));
   e = test::error_of<schedules::ParameterError>(
       [&] { schedules::lower(Program::parse("0F0,0F1,0B0\n1F0,1B0,1F1,1B1\n"), plain); });
-  CHECK_THAT(e.what(), Catch::EndsWith("rank 0 op 3 is the end of its ops, Megatron runs 0B1"));
+  CHECK_THAT(e.what(),
+             Catch::EndsWith("rank 0 op 3 is the end of its ops, where Megatron's 1F1B runs 0B1"));
 }
 
 TEST_CASE("megatron in a config: comm.overlap_p2p_comm takes true/false or 0/1",

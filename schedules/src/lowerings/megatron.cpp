@@ -140,10 +140,10 @@ std::string refusal(const Program& p, const Params& params, Shape& shape, std::s
       if (i < want.size() && i < have.size() && want[i] == have[i]) continue;
       const std::string got = i < have.size() ? p.op_text(r, have[i]) : "the end of its ops";
       const std::string expected = i < want.size() ? p.op_text(r, want[i]) : "no more ops";
-      return fmt::format("{} ({} with chunks = {}{}): rank {} op {} is {}, Megatron runs {}", head,
-                         V == 1 ? "1f1b" : "interleaved-1f1b", V,
-                         V == 1 ? "" : fmt::format(", microbatch_group_size = {}", group), r, i,
-                         got, expected);
+      return fmt::format("{}: rank {} op {} is {}, where Megatron's {} runs {}", head, r, i, got,
+                         V == 1 ? std::string("1F1B")
+                                : fmt::format("interleaved 1F1B (microbatch_group_size {})", group),
+                         expected);
     }
   }
   return {};
