@@ -29,6 +29,15 @@ inline const std::vector<schedules::LoweringOptions>& all_lowerings() {
   return all;
 }
 
+// Whether `l`'s style lowers `compute`: a style that models particular schedules (megatron)
+// refuses the others, and lower() would throw.
+inline bool accepts(const schedules::LoweringOptions& l, const schedules::Program& compute) {
+  const auto* style = schedules::LoweringRegistry::instance().find(l.style);
+  return style &&
+         (!style->refuses ||
+          !style->refuses(compute, schedules::resolve(style->params, l.params, style->name)));
+}
+
 inline std::string describe(const schedules::LoweringOptions& l) {
   std::string s = l.style;
   for (const auto& [k, v] : l.params.values()) s += " " + k + "=" + std::to_string(v);
@@ -96,9 +105,11 @@ inline RandomCase random_case(std::mt19937& rng) {
         generators[static_cast<std::size_t>(pick(0, static_cast<int>(generators.size()) - 1))];
     const auto& params = g.test_params[static_cast<std::size_t>(
         pick(0, static_cast<int>(g.test_params.size()) - 1))];
-    schedules::Program p = schedules::lower(
-        schedules::generate(g.name, params),
-        lowerings[static_cast<std::size_t>(pick(0, static_cast<int>(lowerings.size()) - 1))]);
+    const schedules::Program compute = schedules::generate(g.name, params);
+    const auto& lowering =
+        lowerings[static_cast<std::size_t>(pick(0, static_cast<int>(lowerings.size()) - 1))];
+    if (!accepts(lowering, compute)) continue;
+    schedules::Program p = schedules::lower(compute, lowering);
     const int r = pick(0, p.ranks() - 1);
     auto& ops = p.ops(r);
     if (ops.size() >= 2 && pick(0, 2) == 0) {

@@ -408,6 +408,7 @@ TEST_CASE("validate: every generated + lowered program (all comm styles) has zer
   int programs = 0;
   for (const auto& s : ppsim::test::all_lowerings()) {
     auto check = [&](const std::string& kind, int P, int M, int V) {
+      if (s.style == "megatron" && kind == "gpipe") return;  // it models 1f1b and interleaved only
       INFO(kind << " P=" << P << " M=" << M << " V=" << V << " style=" << ppsim::test::describe(s));
       const Program p = ppsim::test::lowered(kind, P, M, V, s.style,
                                              static_cast<int>(s.params.get("prefetch", 1)));
@@ -425,7 +426,8 @@ TEST_CASE("validate: every generated + lowered program (all comm styles) has zer
       for (int V = 2; V <= 3; ++V)
         for (int M : {P, 2 * P}) check("interleaved-1f1b", P, M, V);
   }
-  CHECK(programs == 7 * (2 * 5 * 6 + 2 * 2 * 2));
+  // 7 styles (async at 4 prefetch depths) x (gpipe and 1f1b + interleaved), megatron without gpipe
+  CHECK(programs == 7 * (2 * 5 * 6 + 2 * 2 * 2) + (5 * 6 + 2 * 2 * 2));
 }
 
 TEST_CASE(

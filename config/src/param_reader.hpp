@@ -34,6 +34,10 @@ inline void read_params(Reader& r, const std::vector<schedules::ParamSpec>& spec
       out.set(spec.name, spec.keyword_value);
       continue;
     }
+    if (v->is_boolean() && spec.min == 0 && spec.max == 1) {  // a 0/1 flag: true / false too
+      out.set(spec.name, v->get<bool>() ? 1 : 0);
+      continue;
+    }
     if (v->is_number_integer() && v->get<long long>() >= spec.min &&
         v->get<long long>() <= spec.max) {
       out.set(spec.name, v->get<long long>());
@@ -44,6 +48,7 @@ inline void read_params(Reader& r, const std::vector<schedules::ParamSpec>& spec
         : spec.max >= 1'000'000'000 ? fmt::format("an integer >= {}", spec.min)
                                     : fmt::format("an integer in [{}, {}]", spec.min, spec.max);
     if (!spec.keyword.empty()) expected += fmt::format(" or \"{}\"", spec.keyword);
+    if (spec.min == 0 && spec.max == 1) expected += " or true/false";
     r.fail(spec.name, fmt::format("expected {}, got {}", expected, Reader::describe(*v)));
   }
 }

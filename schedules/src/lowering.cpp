@@ -57,7 +57,6 @@ Program lower(const Program& compute, const LoweringOptions& options) {
                          fmt::format("unknown comm style '{}'; known styles: {}", options.style,
                                      fmt::join(LoweringRegistry::instance().names(), ", ")));
   const Params params = resolve(style->params, options.params, style->name);
-  Program out(compute.microbatches(), compute.placement(), compute.routes());
   for (int r = 0; r < compute.ranks(); ++r) {
     for (const Op& op : compute.ops(r)) {
       if (!is_compute(op.kind))
@@ -65,6 +64,11 @@ Program lower(const Program& compute, const LoweringOptions& options) {
                              fmt::format("lowering expects compute ops only, found {} on rank {}",
                                          compute.op_text(r, op), r));
     }
+  }
+  if (style->refuses)
+    if (auto error = style->refuses(compute, params)) throw *error;
+  Program out(compute.microbatches(), compute.placement(), compute.routes());
+  for (int r = 0; r < compute.ranks(); ++r) {
     out.reserve(r, compute.ops(r).size() * 4);
     RankLowering l(compute, out, r, params);
     style->lower_rank(l);

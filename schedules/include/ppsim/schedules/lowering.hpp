@@ -3,9 +3,11 @@
 // is one file under schedules/src/lowerings, registered by name.
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/params.hpp"
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/schedules/registry.hpp"
@@ -75,6 +77,9 @@ struct LoweringStyle {
   std::string summary;
   std::vector<ParamSpec> params;
   std::function<void(RankLowering&)> lower_rank;
+  // Styles that model particular schedules only: the error naming the rule `program` (or a
+  // parameter) breaks, none when the style can lower it. lower() throws it.
+  std::function<std::optional<ParameterError>(const Program&, const Params&)> refuses = {};
 };
 
 class LoweringRegistry : public NamedRegistry<LoweringStyle> {
