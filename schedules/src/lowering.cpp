@@ -57,14 +57,15 @@ Program lower(const Program& compute, const LoweringOptions& options) {
                          fmt::format("unknown comm style '{}'; known styles: {}", options.style,
                                      fmt::join(LoweringRegistry::instance().names(), ", ")));
   const Params params = resolve(style->params, options.params, style->name);
-  Program out(compute.microbatches(), compute.placement(), compute.routes());
-  for (int r = 0; r < compute.ranks(); ++r) {
-    for (const Op& op : compute.ops(r)) {
+  for (int r = 0; r < compute.ranks(); ++r)
+    for (const Op& op : compute.ops(r))
       if (!is_compute(op.kind))
         throw ParameterError("kind",
                              fmt::format("lowering expects compute ops only, found {} on rank {}",
                                          compute.op_text(r, op), r));
-    }
+  if (style->lower_program) return style->lower_program(compute, options, params);
+  Program out(compute.microbatches(), compute.placement(), compute.routes());
+  for (int r = 0; r < compute.ranks(); ++r) {
     out.reserve(r, compute.ops(r).size() * 4);
     RankLowering l(compute, out, r, params);
     style->lower_rank(l);
