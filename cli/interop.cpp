@@ -50,12 +50,12 @@ int cmd_import(const std::string& path, const ImportOptions& options, const Comm
       throw UsageError(fmt::format("{}: expected a PyTorch schedule CSV (a .csv file)", path));
     const config::Config c = config::load_config(path, common.overrides);
     const schedules::TorchCsv& csv = *config::torch_csv_of(c);
-    nlohmann::json out = nlohmann::json::object();
+    // Built here so that a CSV that cannot be lowered is refused now, not when it is run.
+    const config::Prepared run = config::prepare(c, {common.max_memory, config::Workload::program});
+    nlohmann::ordered_json out;  // keys in the order a reader expects
     out["name"] = c.name;
     if (options.custom) {
       // The program as simulated: PyTorch's lowering and runtime waits written out.
-      const config::Prepared run =
-          config::prepare(c, {common.max_memory, config::Workload::program});
       out["schedule"] = {{"kind", "custom"}, {"ops", lines_of(run.program->to_text())}};
     } else {
       out["schedule"] = {{"kind", "torch-csv"},

@@ -19,7 +19,8 @@ expect() {  # expect CODE ARGS...
 expect_error() {  # expect_error 'MESSAGE' ARGS...: exit 2 and MESSAGE on stderr
   local want=$1; shift
   expect 2 "$@"
-  grep -qF -- "$want" "$tmp/err" || { echo "FAIL: stderr lacks '$want':"; cat "$tmp/err"; fail=1; }
+  # check reports on stdout ("ERROR FILE: ..."), the others on stderr
+  cat "$tmp/out" "$tmp/err" | grep -qF -- "$want" || { echo "FAIL: no '$want' in:"; cat "$tmp/out" "$tmp/err"; fail=1; }
 }
 same() {  # same FILE_A FILE_B WHAT
   cmp -s "$1" "$2" || { echo "FAIL: $3 differs"; diff <(od -c "$1") <(od -c "$2") | head; fail=1; }

@@ -18,8 +18,9 @@ namespace {
 
 class TorchCsvSpec : public ProgramSpec {
  public:
-  TorchCsvSpec(schedules::TorchCsv csv, std::int64_t merge_bw)
-      : csv_(std::move(csv)), merge_bw_(merge_bw) {}
+  // `path`: the CSV file, or "" for inline rows.
+  TorchCsvSpec(schedules::TorchCsv csv, std::int64_t merge_bw, std::string path)
+      : csv_(std::move(csv)), merge_bw_(merge_bw), path_(std::move(path)) {}
   schedules::Program build(const schedules::LoweringOptions&,
                            const std::string& source) const override {
     try {
@@ -28,7 +29,8 @@ class TorchCsvSpec : public ProgramSpec {
       schedules::LoweringOptions torch{"torch", {{"merge_bw", merge_bw_}}, csv_.steps};
       return schedules::lower(csv_.program, torch);
     } catch (const schedules::ParameterError& e) {
-      throw ConfigError(source, "schedule", e.what());
+      if (!path_.empty()) throw ConfigError(path_, "", e.what());
+      throw ConfigError(source, "schedule.rows", e.what());
     }
   }
   std::string comm_style(const schedules::LoweringOptions&) const override {
@@ -40,6 +42,7 @@ class TorchCsvSpec : public ProgramSpec {
  private:
   schedules::TorchCsv csv_;
   std::int64_t merge_bw_;
+  std::string path_;
 };
 
 // "row 2 (rank 1), cell 5: ..." for a file; "cell 5: ..." under schedule.rows[1].
@@ -69,12 +72,13 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
            "string per rank)");
   s.reject_unknown();
   schedules::TorchCsv csv;
+  std::string path;
   if (file) {
     if (!file->is_string() || file->get<std::string>().empty())
       s.fail("file", fmt::format("expected a file name, got {}", Reader::describe(*file)));
     std::filesystem::path p = file->get<std::string>();
     if (p.is_relative()) p = std::filesystem::path(s.source()).parent_path() / p;
-    const std::string path = p.string();
+    path = p.string();
     csv = parse_or_fail(read_config_file(path), path, "", false);
   } else {
     if (!rows->is_array() || rows->empty())
@@ -95,7 +99,7 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
   if (merge_bw && csv.form == schedules::TorchCsvForm::compute_comms)
     s.fail("merge_bw",
            "only a compute_only CSV is lowered; this one has its SEND/RECV written out");
-  return std::make_shared<TorchCsvSpec>(std::move(csv), merge_bw);
+  return std::make_shared<TorchCsvSpec>(std::move(csv), merge_bw, std::move(path));
 }
 
 }  // namespace
