@@ -174,7 +174,9 @@ TEST_CASE("torch csv: round trips over every generator and comm style", "[torch]
       const auto back = schedules::parse_torch_csv(only);
       CHECK(back.program.to_text() == compute.to_text());
       CHECK(csv_of(back.program, TorchCsvForm::compute_only) == only);
-      for (const auto& l : test::all_lowerings()) {
+      std::vector<schedules::LoweringOptions> styles = test::all_lowerings();
+      styles.push_back({"torch", {}});
+      for (const auto& l : styles) {
         INFO(g.name << " " << test::describe(l));
         const Program p = schedules::lower(compute, l);
         const std::string rows = csv_of(p);
@@ -266,4 +268,33 @@ TEST_CASE("torch csv: a .csv path is a config, and the torch-csv source reads fi
   }
   j["schedule"]["file"] = "x.csv";
   CHECK_THROWS_AS(config::parse_config(j, "inline.json"), config::ConfigError);  // both
+}
+
+TEST_CASE("torch lowering: every generator, compute order kept, runs, only the runtime's hazard",
+          "[torch]") {
+  for (const auto& g : schedules::Registry::instance().all()) {
+    for (const auto& params : g.test_params) {
+      INFO(g.name << " P=" << params.ranks() << " M=" << params.microbatches());
+      const Program compute = schedules::generate(g.name, params);
+      const Program p = schedules::lower(compute, {"torch", {}});
+      std::size_t sends = 0, boundaries = 0;
+      for (int r = 0; r < p.ranks(); ++r) {
+        std::vector<schedules::Op> kept;
+        for (const auto& op : p.ops(r)) {
+          if (schedules::is_compute(op.kind)) kept.push_back(op);
+          sends += schedules::is_send(op.kind) ? 1 : 0;
+        }
+        CHECK(kept == compute.ops(r));
+      }
+      // One send per tensor crossing ranks: a forward and a gradient per boundary and microbatch.
+      for (int s = 0; s + 1 < compute.stages(); ++s)
+        boundaries += compute.rank_of(s) != compute.rank_of(s + 1) ? 1 : 0;
+      if (compute.routes().is_linear())
+        CHECK(sends == 2 * boundaries * static_cast<std::size_t>(compute.microbatches()));
+      CHECK(unexpected(schedules::validate(p)).empty());
+      const auto r = test::run(p, test::uniform(compute.stages(), 1, 2));
+      CHECK(!r.deadlock);
+      CHECK(unexpected(r.errors).empty());
+    }
+  }
 }
