@@ -298,3 +298,40 @@ TEST_CASE("torch lowering: every generator, compute order kept, runs, only the r
     }
   }
 }
+
+TEST_CASE("torch csv: mutated artifacts parse or fail with a ParseError, never otherwise",
+          "[torch]") {
+  const std::string base = slurp("dualpipev_4rank_10mb.csv");
+  std::mt19937 rng(20240601);
+  const std::string alphabet = "0123456789FIBWSENDRCV_(;),\"\r\n UNSHARD";
+  int parsed = 0, refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % text.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: text[at] = c; break;
+        case 1: text.insert(at, 1, c); break;
+        default: text.erase(at, 1);
+      }
+    }
+    try {
+      const auto csv = schedules::parse_torch_csv(text);
+      // Whatever was read writes back to a text that reads the same.
+      const std::string out = schedules::write_torch_csv(csv.program, csv.form, csv.steps,
+                                                         csv.cells, "\n");
+      const auto again = schedules::parse_torch_csv(out);
+      CHECK(schedules::write_torch_csv(again.program, again.form, again.steps, again.cells,
+                                       "\n") == out);
+      ++parsed;
+    } catch (const schedules::ParseError& e) {
+      CHECK(e.line() >= 0);
+      CHECK(e.column() >= 0);
+      ++refused;
+    }
+  }
+  CHECK(parsed > 0);
+  CHECK(refused > 0);
+}
