@@ -36,6 +36,9 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+const std::vector<std::vector<std::int32_t>> kNoSteps;
+const std::vector<std::int32_t> kNoCells;
+
 std::string_view line_end_of(const std::string& name) {
   if (name == "crlf") return "\r\n";
   if (name == "lf") return "\n";
@@ -82,8 +85,11 @@ int cmd_export_torch(const std::string& path, const ExportOptions& options,
     try {
       const schedules::TorchCsv* csv = config::torch_csv_of(c);
       if (csv && (csv->form == form || form == schedules::TorchCsvForm::compute_only)) {
-        // Cell for cell as read, idle steps included.
-        text = schedules::write_torch_csv(csv->program, form, csv->steps, csv->cells, line_end);
+        // Cell for cell as read, idle steps included (the compute actions of a compute_comms
+        // file have no idle steps to keep).
+        const bool same = csv->form == form;
+        text = schedules::write_torch_csv(csv->program, form, same ? csv->steps : kNoSteps,
+                                          same ? csv->cells : kNoCells, line_end);
       } else {
         const config::Prepared run =
             config::prepare(c, {common.max_memory, config::Workload::program});

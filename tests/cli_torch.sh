@@ -55,6 +55,10 @@ grep -o '"makespan": [0-9.]*' "$tmp/out" > "$tmp/m1"
 expect 1 run "$D/zb1p_2rank_2stagep_comms.csv" --json
 grep -o '"makespan": [0-9.]*' "$tmp/out" > "$tmp/m2"
 same "$tmp/m1" "$tmp/m2" "makespan of import --custom"
+# The compute actions of a compute_comms file: no padding, no SEND/RECV.
+expect 0 export "$D/zb1p_2rank_2stagep_comms.csv" --format torch-csv --compute-only --line-end lf
+awk -F, -v OFS=, '{ n = 0; row = ""; for (i = 1; i <= NF; i++) if ($i !~ /SEND|RECV/) row = row (n++ ? "," : "") $i; print row }' "$D/zb1p_2rank_2stagep_comms.csv" > "$tmp/only.csv"
+same "$tmp/out" "$tmp/only.csv" "compute-only export of the comms artifact"
 # A generated config exports in both forms, and reads back.
 expect 0 export "$SRC/configs/1f1b.json" --format torch-csv -o "$tmp/1f1b.csv"
 expect 0 export "$tmp/1f1b.csv" --format torch-csv
