@@ -41,6 +41,8 @@ constexpr std::string_view kExpected =
 // Checks one action `{stage}{TYPE}[{microbatch}]`; returns why it is not one, or "". `compute`
 // is set to whether it is F, I, B or W.
 std::string check_simple(std::string_view a, bool& compute) {
+  if (a.starts_with("WAIT"))
+    return "WAIT is ppsim's op, not a PyTorch action: the runtime waits by itself";
   std::size_t i = 0;
   while (i < a.size() && is_digit(a[i])) ++i;
   if (i == 0) return fmt::format("expected a stage number first: {}", kExpected);
@@ -62,8 +64,6 @@ std::string check_simple(std::string_view a, bool& compute) {
     compute = t.size() == 1;
     return "";
   }
-  if (type.starts_with("WAIT"))
-    return "WAIT is ppsim's op, not a PyTorch action: the runtime waits by itself";
   if (type == "BW")
     return "unknown action type 'BW' (older PyTorch spelled a full backward BW; it is now B)";
   return fmt::format("unknown action type '{}': {}", excerpt(type, 40), kExpected);
