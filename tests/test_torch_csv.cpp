@@ -312,19 +312,24 @@ TEST_CASE("torch csv: mutated artifacts parse or fail with a ParseError, never o
       const std::size_t at = rng() % text.size();
       const char c = alphabet[rng() % alphabet.size()];
       switch (rng() % 3) {
-        case 0: text[at] = c; break;
-        case 1: text.insert(at, 1, c); break;
-        default: text.erase(at, 1);
+        case 0:
+          text[at] = c;
+          break;
+        case 1:
+          text.insert(at, 1, c);
+          break;
+        default:
+          text.erase(at, 1);
       }
     }
     try {
       const auto csv = schedules::parse_torch_csv(text);
       // Whatever was read writes back to a text that reads the same.
-      const std::string out = schedules::write_torch_csv(csv.program, csv.form, csv.steps,
-                                                         csv.cells, "\n");
+      const std::string out =
+          schedules::write_torch_csv(csv.program, csv.form, csv.steps, csv.cells, "\n");
       const auto again = schedules::parse_torch_csv(out);
-      CHECK(schedules::write_torch_csv(again.program, again.form, again.steps, again.cells,
-                                       "\n") == out);
+      CHECK(schedules::write_torch_csv(again.program, again.form, again.steps, again.cells, "\n") ==
+            out);
       ++parsed;
     } catch (const schedules::ParseError& e) {
       CHECK(e.line() >= 0);
@@ -334,4 +339,24 @@ TEST_CASE("torch csv: mutated artifacts parse or fail with a ParseError, never o
   }
   CHECK(parsed > 0);
   CHECK(refused > 0);
+}
+
+TEST_CASE("torch lowering, runtime=1: UNSHARD/RESHARD/REDUCE_GRAD first, idle steps dropped",
+          "[torch]") {
+  // PyTorch's runtime (_prepare_schedule_with_comms) runs _add_unshard_reshard and
+  // _add_reduce_grad before _add_send_recv: each added action takes its turn in a round.
+  const auto csv = schedules::parse_torch_csv(kVectorIn);
+  const Program p = schedules::lower(csv.program, {"torch", {{"runtime", 1}}, csv.steps});
+  CHECK(csv_of(p) ==
+        "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+        "1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n");
+  // Before each action the next 3 stages it will use are unsharded and the others resharded;
+  // REDUCE_GRAD follows each stage's last W or B (one microbatch here).
+  const Program four = Program::parse("0F0,1F0,2F0,3F0,3B0,2B0,1B0,0B0\n");
+  CHECK(csv_of(schedules::lower(four, {"torch", {{"runtime", 1}}})) ==
+        "0UNSHARD,1UNSHARD,2UNSHARD,0F0,0RESHARD,3UNSHARD,1F0,2F0,3F0,3B0,3REDUCE_GRAD,3RESHARD,"
+        "0UNSHARD,2B0,2REDUCE_GRAD,2RESHARD,1B0,1REDUCE_GRAD,1RESHARD,0B0,0REDUCE_GRAD,0RESHARD\n");
+  const auto r = test::run(p, test::uniform(2, 1, 2));
+  CHECK(!r.deadlock);
+  CHECK(r.makespan == Approx(9));  // the added actions take no time
 }

@@ -19,14 +19,16 @@ namespace {
 class TorchCsvSpec : public ProgramSpec {
  public:
   // `path`: the CSV file, or "" for inline rows.
-  TorchCsvSpec(schedules::TorchCsv csv, std::int64_t merge_bw, std::string path)
-      : csv_(std::move(csv)), merge_bw_(merge_bw), path_(std::move(path)) {}
+  TorchCsvSpec(schedules::TorchCsv csv, std::int64_t merge_bw, std::int64_t runtime,
+               std::string path)
+      : csv_(std::move(csv)), merge_bw_(merge_bw), runtime_(runtime), path_(std::move(path)) {}
   schedules::Program build(const schedules::LoweringOptions&,
                            const std::string& source) const override {
     try {
       if (csv_.form == schedules::TorchCsvForm::compute_comms)
         return schedules::torch_runtime(csv_.program);
-      schedules::LoweringOptions torch{"torch", {{"merge_bw", merge_bw_}}, csv_.steps};
+      schedules::LoweringOptions torch{
+          "torch", {{"merge_bw", merge_bw_}, {"runtime", runtime_}}, csv_.steps};
       return schedules::lower(csv_.program, torch);
     } catch (const schedules::ParameterError& e) {
       if (!path_.empty()) throw ConfigError(path_, "", e.what());
@@ -41,7 +43,7 @@ class TorchCsvSpec : public ProgramSpec {
 
  private:
   schedules::TorchCsv csv_;
-  std::int64_t merge_bw_;
+  std::int64_t merge_bw_, runtime_;
   std::string path_;
 };
 
@@ -66,6 +68,8 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
   const nlohmann::json* rows = s.get("rows");
   const std::int64_t merge_bw = s.integer("merge_bw", 0, 0);
   if (merge_bw > 1) s.fail("merge_bw", "expected 0 or 1");
+  const std::int64_t runtime = s.integer("runtime", 0, 0);
+  if (runtime > 1) s.fail("runtime", "expected 0 or 1");
   if ((file == nullptr) == (rows == nullptr))
     s.fail(file ? "rows" : "file",
            "kind \"torch-csv\" takes either file (a PyTorch schedule CSV) or rows (its rows, one "
@@ -96,10 +100,10 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
     }
     csv = parse_or_fail(text, s.source(), "schedule.rows", true);
   }
-  if (merge_bw && csv.form == schedules::TorchCsvForm::compute_comms)
-    s.fail("merge_bw",
-           "only a compute_only CSV is lowered; this one has its SEND/RECV written out");
-  return std::make_shared<TorchCsvSpec>(std::move(csv), merge_bw, std::move(path));
+  for (const auto& [key, value] : {std::pair{"merge_bw", merge_bw}, std::pair{"runtime", runtime}})
+    if (value && csv.form == schedules::TorchCsvForm::compute_comms)
+      s.fail(key, "only a compute_only CSV is lowered; this one has its SEND/RECV written out");
+  return std::make_shared<TorchCsvSpec>(std::move(csv), merge_bw, runtime, std::move(path));
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 // consumer and all sends at the end (torch_runtime). docs/INTEROP.md.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
 #include <unordered_set>
 
 #include "ppsim/schedules/error.hpp"
@@ -67,10 +70,103 @@ Program merge_bw(const Program& in, std::vector<std::vector<std::int32_t>>& step
   return out;
 }
 
+// The stages a rank computes on from op `i` on, in order of first use, as PyTorch's
+// _add_unshard_reshard looks ahead: the first `count` of them, or one more when the count is
+// reached at the first part of an OVERLAP_F_B whose second part is a new stage too.
+class StagesAhead {
+ public:
+  StagesAhead(const Program& p, int rank) {
+    const auto& ops = p.ops(rank);
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      int part = 0;
+      auto add = [&](const Op& x) {
+        uses_[x.stage].push_back({static_cast<std::int64_t>(k), part++});
+      };
+      if (is_composite(ops[k].kind))
+        for (const Op& x : p.parts(rank, ops[k])) add(x);
+      else
+        add(ops[k]);
+    }
+    for (const auto& [stage, list] : uses_) next_.emplace(stage, 0);
+  }
+  // Call with i = 0, 1, 2, ... in turn.
+  std::vector<int> at(std::int64_t i, std::size_t count) {
+    std::vector<std::pair<std::pair<std::int64_t, int>, int>> ahead;  // ((op, part), stage)
+    for (const auto& [stage, list] : uses_) {
+      std::size_t& n = next_[stage];
+      while (n < list.size() && list[n].first < i) ++n;
+      if (n < list.size()) ahead.push_back({list[n], stage});
+    }
+    std::sort(ahead.begin(), ahead.end());
+    std::size_t n = std::min(count, ahead.size());
+    // A composite's parts are taken together before the count is checked.
+    if (n == count && n > 0 && n < ahead.size() && ahead[n - 1].first.second == 0 &&
+        ahead[n].first == std::pair<std::int64_t, int>{ahead[n - 1].first.first, 1})
+      ++n;
+    std::vector<int> out(n);
+    for (std::size_t k = 0; k < n; ++k) out[k] = ahead[k].second;
+    return out;
+  }
+
+ private:
+  std::map<int, std::vector<std::pair<std::int64_t, int>>> uses_;
+  std::map<int, std::size_t> next_;
+};
+
+// What PyTorch's runtime does to a compute-only list before _add_send_recv
+// (_prepare_schedule_with_comms): UNSHARD the next 3 stages to be used before each action and
+// RESHARD the others (_add_unshard_reshard; evicted in ascending stage order where Python iterates
+// a set), and a REDUCE_GRAD after the last W or B of each stage (_add_reduce_grad). Blank steps
+// are dropped, as those passes drop them.
+Program add_runtime_actions(const Program& in, std::vector<std::vector<std::int32_t>>& steps) {
+  constexpr std::size_t kMaxActiveStages = 3;
+  Program out(in.microbatches(), in.placement(), in.routes());
+  for (int r = 0; r < in.ranks(); ++r) {
+    const auto& ops = in.ops(r);
+    StagesAhead ahead(in, r);
+    std::set<int> active;
+    std::map<int, int> backwards;  // W and B done per stage
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      const std::vector<int> next = ahead.at(static_cast<std::int64_t>(k), kMaxActiveStages);
+      for (auto it = active.begin(); it != active.end();) {
+        if (std::find(next.begin(), next.end(), *it) != next.end()) {
+          ++it;
+          continue;
+        }
+        out.push(r, Op::resource(OpKind::RESHARD, *it));
+        it = active.erase(it);
+      }
+      for (int s : next)
+        if (active.insert(s).second) out.push(r, Op::resource(OpKind::UNSHARD, s));
+      if (is_composite(ops[k].kind))
+        out.push_composite(r, ops[k].kind, in.parts(r, ops[k]));
+      else
+        out.push(r, ops[k]);
+      std::vector<int> done;
+      auto count = [&](const Op& part) {
+        if ((part.kind == OpKind::W || part.kind == OpKind::B) &&
+            ++backwards[part.stage] == in.microbatches())
+          done.push_back(part.stage);
+      };
+      if (is_composite(ops[k].kind))
+        for (const Op& part : in.parts(r, ops[k])) count(part);
+      else
+        count(ops[k]);
+      for (int s : done) out.push(r, Op::resource(OpKind::REDUCE_GRAD, s));
+    }
+    for (int s : active) out.push(r, Op::resource(OpKind::RESHARD, s));
+  }
+  steps.clear();
+  return out;
+}
+
 Program lower_program(const Program& input, const LoweringOptions& options, const Params& params) {
   std::vector<std::vector<std::int32_t>> steps = options.steps;
   const Program merged = params.get("merge_bw") ? merge_bw(input, steps) : Program();
-  const Program& compute = params.get("merge_bw") ? merged : input;
+  const Program& merged_or_input = params.get("merge_bw") ? merged : input;
+  const Program with_runtime =
+      params.get("runtime") ? add_runtime_actions(merged_or_input, steps) : Program();
+  const Program& compute = params.get("runtime") ? with_runtime : merged_or_input;
   const Semantics sem(compute);
   const int P = compute.ranks();
   Program comms(compute.microbatches(), compute.placement(), compute.routes());
@@ -153,6 +249,11 @@ void register_torch(LoweringRegistry& registry) {
                 {ParamSpec("merge_bw",
                            "1: merge an I directly followed by its W into one B first, as "
                            "PyTorch's _merge_bw (default 0, as its runtime)")
+                     .with_default(0)
+                     .range(0, 1),
+                 ParamSpec("runtime",
+                           "1: first add UNSHARD/RESHARD and REDUCE_GRAD and drop idle steps, as "
+                           "PyTorch's runtime does before _add_send_recv (default 0)")
                      .with_default(0)
                      .range(0, 1)},
                 nullptr,
