@@ -50,6 +50,20 @@ int cmd_compare(const std::vector<std::string>& configs, bool json, bool csv,
 int cmd_check(const std::vector<std::string>& configs, bool json, const CommonOptions& common);
 int cmd_list();
 int cmd_export(const std::string& config, const CommonOptions& common);
+// PyTorch pipelining's schedule CSV (cli/interop.cpp, docs/INTEROP.md).
+struct ImportOptions {
+  std::string output;   // -o: the config file to write (default stdout)
+  bool custom = false;  // --custom: the lowered op lists as a `custom` schedule
+};
+struct ExportOptions {
+  std::string format = "text";  // --format text|torch-csv
+  bool compute_only = false;    // --compute-only
+  std::string output;           // -o
+  std::string line_end = "crlf";
+};
+int cmd_import(const std::string& csv, const ImportOptions& options, const CommonOptions& common);
+int cmd_export_torch(const std::string& config, const ExportOptions& options,
+                     const CommonOptions& common);
 // `ppsim report`: one self-contained HTML file (cli/report.cpp).
 int cmd_report(const std::vector<std::string>& configs, const std::string& output,
                const std::string& title, const SweepOptions& sweep, const CommonOptions& common);

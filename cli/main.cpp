@@ -122,6 +122,27 @@ int run_cli(int argc, char** argv) {
   auto* exp = app.add_subcommand("export", "print the lowered op lists, one line per rank");
   exp->add_option("config", config, "JSON config file")->required();
   add_set(exp);
+  ExportOptions export_options;
+  exp->add_option("--format", export_options.format,
+                  "text (ppsim's op lists, default) or torch-csv (PyTorch's schedule CSV)")
+      ->check(CLI::IsMember({"text", "torch-csv"}));
+  exp->add_flag("--compute-only", export_options.compute_only,
+                "torch-csv: the compute_only form (no SEND/RECV)");
+  exp->add_option("-o,--output", export_options.output, "write to this file instead of stdout");
+  exp->add_option("--line-end", export_options.line_end,
+                  "torch-csv: crlf (as Python's csv module writes, default) or lf")
+      ->check(CLI::IsMember({"crlf", "lf"}));
+
+  ImportOptions import_options;
+  std::string import_csv;
+  auto* imp = app.add_subcommand(
+      "import", "read a PyTorch pipelining schedule CSV, print a ppsim config for it");
+  imp->add_option("csv", import_csv, "PyTorch schedule CSV (compute_only or compute_comms)")
+      ->required();
+  imp->add_option("-o,--output", import_options.output, "write the config to this file");
+  imp->add_flag("--custom", import_options.custom,
+                "write the lowered op lists as a custom schedule instead of the CSV's rows");
+  add_set(imp);
 
   std::string report_file, report_title;
   SweepOptions report_sweep;
@@ -177,7 +198,14 @@ int run_cli(int argc, char** argv) {
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);
   if (*check) return cmd_check(configs, json, common);
   if (*list) return cmd_list();
+  if (*exp && (export_options.format != "text" || export_options.compute_only ||
+               !export_options.output.empty()))
+    return export_options.format == "text"
+               ? (std::cerr << "ppsim: error: --compute-only and -o go with --format torch-csv\n",
+                  kBadInput)
+               : cmd_export_torch(config, export_options, common);
   if (*exp) return cmd_export(config, common);
+  if (*imp) return cmd_import(import_csv, import_options, common);
   if (*report) return cmd_report(configs, report_file, report_title, report_sweep, common);
   return kBadInput;
 }

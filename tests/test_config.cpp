@@ -209,7 +209,7 @@ TEST_CASE("values of the wrong type name the key and the expected type", "[confi
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/style", 3)), "comm.style", "expected a string");
   CHECK_CONFIG_ERROR(
       parse(with(minimal(), "/comm/style", "telepathy")), "comm.style",
-      "expected one of async, async-send, batched, blocking, megatron, got \"telepathy\"");
+      "expected one of async, async-send, batched, blocking, megatron, torch, got \"telepathy\"");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/matching", "lifo")), "comm.matching",
                      "expected one of tag, fifo");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/boundary_bytes", 1.5)), "comm.boundary_bytes",

@@ -17,6 +17,7 @@
 #include "param_reader.hpp"
 #include "ppsim/config/reader.hpp"
 #include "ppsim/config/section.hpp"
+#include "ppsim/config/torch_csv_source.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
 
@@ -620,7 +621,9 @@ const Section* SectionRegistry::find(std::string_view name) const {
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  json j = parse_json_text(read_config_file(path), path);
+  // A PyTorch schedule CSV stands for a config that reads it (docs/INTEROP.md).
+  json j = is_torch_csv_path(path) ? torch_csv_config(path)
+                                   : parse_json_text(read_config_file(path), path);
   for (const auto& o : overrides) apply_override(j, o);
   return parse_config(j, path, overrides);
 }

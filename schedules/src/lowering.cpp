@@ -67,6 +67,7 @@ Program lower(const Program& compute, const LoweringOptions& options) {
   }
   if (style->refuses)
     if (auto error = style->refuses(compute, params)) throw *error;
+  if (style->lower_program) return style->lower_program(compute, options, params);
   Program out(compute.microbatches(), compute.placement(), compute.routes());
   for (int r = 0; r < compute.ranks(); ++r) {
     out.reserve(r, compute.ops(r).size() * 4);

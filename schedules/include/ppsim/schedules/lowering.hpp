@@ -18,6 +18,10 @@ namespace ppsim::schedules {
 struct LoweringOptions {
   std::string style = "async";
   Params params;  // the style's own parameters (async: prefetch)
+  // Per rank, the time step of each compute op (PyTorch's compute_only CSV, where a blank cell is
+  // an idle step). Empty: op i of a rank is at step i. Read by styles that align ranks by step
+  // (torch) and ignored by the others.
+  std::vector<std::vector<std::int32_t>> steps = {};
 };
 
 // The transfers of one compute op: at most one per part (a composite has two), so no heap.
@@ -80,6 +84,10 @@ struct LoweringStyle {
   // Styles that model particular schedules only: the error naming the rule `program` (or a
   // parameter) breaks, none when the style can lower it. lower() throws it.
   std::function<std::optional<ParameterError>(const Program&, const Params&)> refuses = {};
+  // A style that must see all ranks at once (torch) sets this instead of lower_rank: it gets the
+  // compute program, the options and its resolved parameters, and returns the lowered program.
+  std::function<Program(const Program&, const LoweringOptions&, const Params&)> lower_program =
+      nullptr;
 };
 
 class LoweringRegistry : public NamedRegistry<LoweringStyle> {
