@@ -311,14 +311,16 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
   std::vector<JunitCase> cases;
   const std::vector<CheckInput> inputs = expand_check_paths(paths);
   if (!junit_file.empty()) {
-    std::error_code ec;
-    const auto report = std::filesystem::weakly_canonical(resolve_output_path(junit_file), ec);
-    for (const auto& in : inputs)
-      if (!ec && in.error.empty() && std::filesystem::weakly_canonical(in.path, ec) == report) {
-        to_stderr(fmt::format("--junit {}: is one of the files to check", junit_file));
-        return kBadInput;
-      }
     const int opened = guarded(junit_file, [&] {
+      // Reading a file and then replacing it with the report would lose it.
+      std::error_code ec;
+      const auto report = std::filesystem::weakly_canonical(resolve_output_path(junit_file), ec);
+      for (const auto& in : inputs) {
+        std::error_code in_ec;
+        if (!ec && in.error.empty() &&
+            std::filesystem::weakly_canonical(in.path, in_ec) == report && !in_ec)
+          throw UsageError(fmt::format("--junit {}: is one of the files to check", junit_file));
+      }
       junit.emplace(junit_file);
       return kOk;
     });

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "../param_reader.hpp"
@@ -89,36 +91,44 @@ class CustomSpec : public ProgramSpec {
   }
 
   // The line (1-based, comments counted) and column of op `index` of `rank` as written, found the
-  // way Program::parse splits the text.
+  // way Program::parse splits the text. The lines are found once, a rank's op columns when first
+  // asked for: a report naming many ops of one long line reads it once.
   std::optional<std::pair<int, int>> find_op(int rank, std::size_t index) const {
-    std::size_t pos = 0;
-    int line_no = 0, at_rank = -1;
-    while (pos < text_.size()) {
-      ++line_no;
-      const auto nl = text_.find('\n', pos);
-      const std::string_view line = std::string_view(text_).substr(
-          pos, nl == std::string::npos ? std::string_view::npos : nl - pos);
-      const auto first = line.find_first_not_of(" \t\r");
-      if (first != std::string_view::npos && line[first] != '#' && ++at_rank == rank) {
-        std::size_t start = 0, k = 0;
-        while (start <= line.size()) {
-          const auto comma = line.find(',', start);
-          const std::string_view field = line.substr(
-              start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-          const auto lead = field.find_first_not_of(" \t\r");
-          if (lead != std::string_view::npos) {
-            if (k == index) return std::pair{line_no, static_cast<int>(start + lead) + 1};
-            ++k;
-          }
-          if (comma == std::string_view::npos) break;
-          start = comma + 1;
-        }
-        return std::nullopt;
+    const std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (!lines_found_) {
+      std::size_t pos = 0;
+      int line_no = 0;
+      while (pos < text_.size()) {
+        ++line_no;
+        const auto nl = text_.find('\n', pos);
+        const std::size_t end = nl == std::string::npos ? text_.size() : nl;
+        const std::string_view line = std::string_view(text_).substr(pos, end - pos);
+        const auto first = line.find_first_not_of(" \t\r");
+        if (first != std::string_view::npos && line[first] != '#')
+          rank_lines_.push_back({line_no, pos, end});
+        if (nl == std::string::npos) break;
+        pos = nl + 1;
       }
-      if (nl == std::string::npos) break;
-      pos = nl + 1;
+      lines_found_ = true;
     }
-    return std::nullopt;
+    if (static_cast<std::size_t>(rank) >= rank_lines_.size()) return std::nullopt;
+    const RankLine& at = rank_lines_[static_cast<std::size_t>(rank)];
+    auto [it, fresh] = columns_.try_emplace(rank);
+    if (fresh) {
+      const std::string_view line = std::string_view(text_).substr(at.begin, at.end - at.begin);
+      std::size_t start = 0;
+      while (start <= line.size()) {
+        const auto comma = line.find(',', start);
+        const std::string_view field = line.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+        const auto lead = field.find_first_not_of(" \t\r");
+        if (lead != std::string_view::npos) it->second.push_back(start + lead + 1);
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+      }
+    }
+    if (index >= it->second.size()) return std::nullopt;
+    return std::pair{at.line, static_cast<int>(it->second[index])};
   }
 
   schedules::Program parse(const std::string& source) const {
@@ -158,6 +168,16 @@ class CustomSpec : public ProgramSpec {
   bool array_;
   std::optional<schedules::Routes> routes_;
   bool written_comm_;  // run as written; otherwise lowered with comm.style
+
+  // For locate(): each rank's line, and the columns of the ops of the ranks asked about.
+  struct RankLine {
+    int line;
+    std::size_t begin, end;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable bool lines_found_ = false;
+  mutable std::vector<RankLine> rank_lines_;
+  mutable std::unordered_map<int, std::vector<std::size_t>> columns_;
 };
 
 std::vector<std::int32_t> int_list(Reader& r, const std::string& key, const nlohmann::json& v) {
