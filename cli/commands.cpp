@@ -361,7 +361,9 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
                       std::cout << text;
                     }
                     if (junit) {
-                      JunitCase tc{path, a.info.name};
+                      JunitCase tc;
+                      tc.classname = path;
+                      tc.name = a.info.name;
                       if (!a.ok()) {
                         tc.result = JunitCase::Result::failure;
                         tc.type = verdict_type(a.verdict().kind);

@@ -23,7 +23,8 @@ namespace {
 // The comm section a lowering is written as in a config.
 json comm_of(const schedules::LoweringOptions& l) {
   json comm = {{"style", l.style}};
-  for (const auto& [k, v] : l.params.values()) comm[k] = v;
+  for (const auto& [k, v] : l.params.values())
+    comm[k] = k == "prefetch" && v < 0 ? json("all") : json(v);  // -1 is how "all" is held
   return comm;
 }
 
@@ -51,7 +52,7 @@ TEST_CASE("custom op lists of compute ops only are lowered by comm.style, as a g
     int P, M, V;
   };
   for (const Case k : {Case{"gpipe", 3, 4, 1}, Case{"1f1b", 4, 8, 1},
-                       Case{"interleaved-1f1b", 2, 4, 2}, Case{"zb-h1", 3, 6, 1}}) {
+                       Case{"interleaved-1f1b", 4, 8, 2}, Case{"zb-h1", 3, 6, 1}}) {
     if (!schedules::Registry::instance().find(k.kind)) continue;  // a generator not built here
     json params = {{"kind", k.kind}, {"ranks", k.P}, {"microbatches", k.M}};
     if (k.V != 1) params["chunks"] = k.V;
@@ -126,8 +127,8 @@ TEST_CASE(
                   d.op);
   // 1F0 needs 0's activation: no receive; the activation is sent, never received; the gradient
   // rank 0 waits for is never sent.
-  CHECK(got == std::vector<std::string>{"missing_receive 1 0 1F0", "unmatched_send 0 -1 ",
-                                        "unmatched_recv 0 -1 "});
+  CHECK(got == std::vector<std::string>{"missing_receive 1 0 1F0", "unmatched_send 0 1 0SEND_F0",
+                                        "unmatched_recv 0 2 0RECV_B0"});
   const std::string text = viz::check_text(a, "mixed.json", locator(c, *a.program));
   CHECK_THAT(text, Contains("missing_receive: rank 1 op 0 (1F0): needs its activation from "
                             "another rank but no receive precedes it [schedule.ops[1] column 1]"));

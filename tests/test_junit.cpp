@@ -119,7 +119,7 @@ std::string junit(const std::vector<JunitCase>& cases) {
 
 TEST_CASE("junit: one suite, a testcase per schedule, counts that agree", "[junit]") {
   const std::vector<JunitCase> cases = {
-      {"schedules/a.json", "1f1b-p4-m8"},
+      {"schedules/a.json", "1f1b-p4-m8", JunitCase::Result::passed, "", "", ""},
       {"schedules/b.json", "all-blocking", JunitCase::Result::failure, "deadlock",
        "DEADLOCK (1 cycle): cycle: rank 2 blocked in 2SEND_F1 -> rank 3",
        "FAIL  schedules/b.json (all-blocking): DEADLOCK (1 cycle)\n      cycle: ...\n"},
