@@ -170,16 +170,22 @@ TEST_CASE("locate: every op of a custom program is found where it was written",
     std::size_t added = 0;
     for (int r = 0; r < p.ranks(); ++r) {
       const std::string row = ops[static_cast<std::size_t>(r)].get<std::string>() + "\n";
+      int last_column = 0;
       for (int i = 0; i < static_cast<int>(p.ops(r).size()); ++i) {
         const auto& op = p.ops(r)[static_cast<std::size_t>(i)];
         const auto at = c.program->locate(p, r, i);
         REQUIRE(at);
         if (schedules::is_comm(op.kind) || op.kind == schedules::OpKind::WAIT) {
           CHECK(at->column == 0);
-          CHECK_THAT(at->where, Contains("added by comm.style"));
+          // Named after the written op before it (or the first one, for what comes first).
+          CHECK(at->where == "added by comm.style, " +
+                                 std::string(last_column > 0 ? "after" : "before") +
+                                 " the op at schedule.ops[" + std::to_string(r) + "] column " +
+                                 std::to_string(last_column > 0 ? last_column : 1));
           ++added;
           continue;
         }
+        last_column = at->column;
         CHECK(at->line == 0);  // the array form has no lines
         CHECK(token_at(row, 1, at->column).first == p.op_text(r, op));
         CHECK(at->where ==

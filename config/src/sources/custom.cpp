@@ -49,22 +49,27 @@ class CustomSpec : public ProgramSpec {
     const auto& ops = built.ops(rank);
     if (static_cast<std::size_t>(position) >= ops.size()) return std::nullopt;
     std::size_t index = static_cast<std::size_t>(position);
+    auto place = [&](std::pair<int, int> at) {
+      return array_ ? fmt::format("schedule.ops[{}] column {}", rank, at.second)
+                    : fmt::format("schedule.ops line {}, column {}", at.first, at.second);
+    };
     if (!written_comm_) {
       // The lowering keeps the written ops in their order and only adds comm ops around them.
-      if (!is_written(ops[index].kind))
-        return schedules::OpLocation{"added by comm.style, not written in schedule.ops", 0, 0};
       index = static_cast<std::size_t>(
           std::count_if(ops.begin(), ops.begin() + position,
                         [](const schedules::Op& op) { return is_written(op.kind); }));
+      if (!is_written(ops[static_cast<std::size_t>(position)].kind)) {
+        std::string where = "added by comm.style";
+        if (const auto before = index > 0 ? find_op(rank, index - 1) : std::nullopt)
+          where += ", after the op at " + place(*before);
+        else if (const auto after = find_op(rank, 0))
+          where += ", before the op at " + place(*after);
+        return schedules::OpLocation{where, 0, 0};
+      }
     }
     const auto found = find_op(rank, index);
     if (!found) return std::nullopt;
-    const auto [line, column] = *found;
-    if (array_)
-      return schedules::OpLocation{fmt::format("schedule.ops[{}] column {}", rank, column), 0,
-                                   column};
-    return schedules::OpLocation{fmt::format("schedule.ops line {}, column {}", line, column), line,
-                                 column};
+    return schedules::OpLocation{place(*found), array_ ? 0 : found->first, found->second};
   }
 
  private:
