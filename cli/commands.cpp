@@ -392,9 +392,14 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
       } else {
         std::cout << "ERROR " << said << "\n";
       }
-      if (junit)
-        cases.push_back({path, std::filesystem::path(path).stem().string(),
-                         JunitCase::Result::error, "bad_input", said, said + "\n"});
+      if (junit) {
+        // Named after the file, or the directory, as no schedule name could be read.
+        std::string trimmed = path;
+        while (trimmed.size() > 1 && trimmed.ends_with('/')) trimmed.pop_back();
+        std::string name = std::filesystem::path(trimmed).stem().string();
+        cases.push_back({path, name.empty() ? path : name, JunitCase::Result::error, "bad_input",
+                         said, said + "\n"});
+      }
     }
     code = std::max(code, one);
     std::cout.flush();
