@@ -232,3 +232,55 @@ TEST_CASE("check names the rank, position, op and place of every stuck op of a d
   CHECK_THAT(out, Contains("stuck: rank 2 op 5 (2SEND_F1)"));
   CHECK_THAT(out, Contains("stuck: rank 3 op 3 (3SEND_B0)"));
 }
+
+TEST_CASE("check names rank, position, op and line/column for every diagnostic kind tied to an op",
+          "[check]") {
+  const std::string r0 = "0F0,0SEND_F0,0RECV_B0,0B0", r1 = "1RECV_F0,1F0,1B0,1SEND_B0";
+  struct Case {
+    const char* kind;
+    std::string text;
+    const char* matching;
+  };
+  const std::vector<Case> cases = {
+      {"wrong_rank", "0F0,0SEND_F0,1SEND_B0,0RECV_B0,0B0\n" + r1, "tag"},
+      {"bad_comm", r0 + "\n1RECV_F0,1F0,1SEND_F0,1B0,1SEND_B0", "tag"},
+      {"order", r0 + "\n1RECV_F0,1B0,1F0,1SEND_B0", "tag"},
+      {"duplicate_comm", "0F0,0SEND_F0,0SEND_F0,0RECV_B0,0B0\n" + r1, "tag"},
+      {"duplicate_request", "0F0,0SEND_F0#1,0RECV_B0#1,WAIT(1),0B0\n" + r1, "tag"},
+      {"unknown_request", "0F0,0SEND_F0,WAIT(3),0RECV_B0,0B0\n" + r1, "tag"},
+      {"double_wait", "0F0,0SEND_F0#1,WAIT(1),WAIT(1),0RECV_B0,0B0\n" + r1, "tag"},
+      {"missing_receive", r0 + "\n1F0,1B0,1SEND_B0", "tag"},
+      {"unmatched_send", r0 + "\n1F0,1B0,1SEND_B0", "tag"},
+      {"unmatched_recv", "0F0,0RECV_B0,0B0\n" + r1, "tag"},
+      {"read_before_wait", r0 + "\n1RECV_F0#0,1F0,WAIT(0),1B0,1SEND_B0", "tag"},
+      {"buffer_released_before_wait", "0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n" + r1, "tag"},
+      {"never_waited", "0F0,0SEND_F0#0,0RECV_B0,0B0\n" + r1, "tag"},
+      {"message_order_mismatch",
+       "0F0,0F1,0SEND_F1#0,0SEND_F0#1,0RECV_B0,0B0,0RECV_B1,0B1,WAIT(0;1)\n"
+       "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1",
+       "fifo"}};
+  for (const auto& c : cases) {
+    INFO(c.kind << ":\n" << c.text);
+    const std::string text = "# a comment line\n" + c.text + "\n";
+    const config::Config cfg = config::parse_config(
+        json{{"schedule", {{"kind", "custom"}, {"ops", text}}},
+             {"comm", {{"matching", c.matching}, {"eager_limit", 1}, {"boundary_bytes", 1}}}},
+        "k.json");
+    const record::RunRecord a = sim::analyze(cfg);
+    const std::string out = viz::check_text(a, "k.json", locator(cfg, *a.program));
+    INFO(out);
+    bool seen = false;
+    for (const auto& d : a.diagnostics) {
+      seen = seen || d.kind == c.kind;
+      if (d.position < 0) continue;
+      const auto at = cfg.program->locate(*a.program, d.rank, d.position);
+      REQUIRE(at);
+      CHECK(at->line == d.rank + 2);  // after the comment line
+      CHECK(token_at(text, at->line, at->column).first == d.op);
+      CHECK_THAT(d.message, Catch::StartsWith("rank " + std::to_string(d.rank) + " op " +
+                                              std::to_string(d.position) + " (" + d.op + ")"));
+      CHECK_THAT(out, Contains(d.kind + ": " + d.message + " [" + at->where + "]\n"));
+    }
+    CHECK(seen);
+  }
+}
