@@ -298,7 +298,8 @@ std::string failure_message(const record::RunRecord& a) {
   } else if (!a.diagnostics.empty()) {
     first = a.diagnostics.front().kind + ": " + a.diagnostics.front().message;
   }
-  return first.empty() ? a.verdict().text() : a.verdict().text() + ": " + first;
+  // A cycle over thousands of ranks is one long line: the message stays short, the text has it.
+  return first.empty() ? a.verdict().text() : a.verdict().text() + ": " + excerpt(first, 400);
 }
 
 }  // namespace
