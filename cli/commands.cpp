@@ -11,6 +11,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "check_inputs.hpp"
+#include "junit.hpp"
 #include "messages.hpp"
 #include "output_file.hpp"
 #include "ppsim/config/prepare.hpp"
@@ -269,7 +271,62 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
   });
 }
 
-int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOptions& common) {
+namespace {
+
+std::string verdict_type(record::VerdictKind kind) {
+  switch (kind) {
+    case record::VerdictKind::ok:
+      return "ok";
+    case record::VerdictKind::errors:
+      return "errors";
+    case record::VerdictKind::deadlock:
+      return "deadlock";
+    case record::VerdictKind::hang:
+      return "hang";
+    case record::VerdictKind::invalid:
+      return "invalid";
+  }
+  return "wrong";
+}
+
+// One line saying why a run is wrong: the verdict and the first thing its report names.
+std::string failure_message(const record::RunRecord& a) {
+  std::string first;
+  if (a.deadlock) {
+    first = a.deadlock->describe();
+    first = first.substr(0, first.find('\n'));
+  } else if (!a.diagnostics.empty()) {
+    first = a.diagnostics.front().kind + ": " + a.diagnostics.front().message;
+  }
+  // A cycle over thousands of ranks is one long line: the message stays short, the text has it.
+  return first.empty() ? a.verdict().text() : a.verdict().text() + ": " + excerpt(first, 400);
+}
+
+}  // namespace
+
+int cmd_check(const std::vector<std::string>& paths, bool json, const std::string& junit_file,
+              const CommonOptions& common) {
+  // Opened first: a bad --junit path fails before anything is checked, and no partial report is
+  // ever left (the file appears whole at the end, or not at all).
+  std::optional<OutputFile> junit;
+  std::vector<JunitCase> cases;
+  const std::vector<CheckInput> inputs = expand_check_paths(paths);
+  if (!junit_file.empty()) {
+    const int opened = guarded(junit_file, [&] {
+      // Reading a file and then replacing it with the report would lose it.
+      std::error_code ec;
+      const auto report = std::filesystem::weakly_canonical(resolve_output_path(junit_file), ec);
+      for (const auto& in : inputs) {
+        std::error_code in_ec;
+        if (!ec && in.error.empty() &&
+            std::filesystem::weakly_canonical(in.path, in_ec) == report && !in_ec)
+          throw UsageError(fmt::format("--junit {}: is one of the files to check", junit_file));
+      }
+      junit.emplace(junit_file);
+      return kOk;
+    });
+    if (opened != kOk) return opened;
+  }
   // Every file is reported in its place, each as soon as it is done (a later crash or kill loses
   // nothing already checked); the exit code is the worst of all.
   int code = kOk;
@@ -278,25 +335,51 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
     std::cout << (first ? "[\n" : ",\n") << indent_lines(entry.dump(2), 2);
     first = false;
   };
-  for (const auto& path : paths) {
-    std::string error;
-    const int one = guarded(
-        path,
-        [&] {
-          const record::RunRecord a = sim::analyze(config::load_config(path, common.overrides),
-                                                   {.max_memory = common.max_memory});
-          const int c = a.ok() ? kOk : kWrong;
-          if (json) {
-            nlohmann::json entry = viz::check_json(a, path);
-            entry["exit_code"] = c;
-            emit_json(std::move(entry));
-          } else {
-            std::cout << viz::check_text(a, path);
-          }
-          return c;
-        },
-        [&](const std::string& message) { error = message; });
+  for (const auto& input : inputs) {
+    const std::string& path = input.path;
+    std::string error = input.error;
+    const int one =
+        !error.empty()
+            ? kBadInput
+            : guarded(
+                  path,
+                  [&] {
+                    const config::Config cfg = config::load_config(path, common.overrides);
+                    const record::RunRecord a =
+                        sim::analyze(cfg, {.max_memory = common.max_memory});
+                    const schedules::OpLocator locate =
+                        [&](int rank, int position) -> std::optional<schedules::OpLocation> {
+                      if (!a.program) return std::nullopt;
+                      return cfg.program->locate(*a.program, rank, position);
+                    };
+                    const int c = a.ok() ? kOk : kWrong;
+                    const std::string text = viz::check_text(a, path, locate);
+                    if (json) {
+                      nlohmann::json entry = viz::check_json(a, path, locate);
+                      entry["exit_code"] = c;
+                      emit_json(std::move(entry));
+                    } else {
+                      std::cout << text;
+                    }
+                    if (junit) {
+                      JunitCase tc;
+                      tc.classname = path;
+                      tc.name = a.info.name;
+                      if (!a.ok()) {
+                        tc.result = JunitCase::Result::failure;
+                        tc.type = verdict_type(a.verdict().kind);
+                        tc.message = failure_message(a);
+                        tc.text = text;
+                      }
+                      cases.push_back(std::move(tc));
+                    }
+                    return c;
+                  },
+                  [&](const std::string& message) { error = message; });
     if (one == kBadInput) {
+      // The message usually starts with the path (and line:column) already; say it once.
+      const std::string said =
+          error.starts_with(path + ":") ? error : fmt::format("{}: {}", path, error);
       if (json) {
         std::cerr << "ppsim: error: " << error << "\n";
         emit_json({{"config", path},
@@ -308,17 +391,30 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const CommonOpti
                    {"exit_code", kBadInput},
                    {"error", error}});
       } else {
-        // The message usually starts with the path (and line:column) already; say it once.
-        std::cout << (error.starts_with(path + ":") ? "ERROR " + error
-                                                    : fmt::format("ERROR {}: {}", path, error))
-                  << "\n";
+        std::cout << "ERROR " << said << "\n";
+      }
+      if (junit) {
+        // Named after the file, or the directory, as no schedule name could be read.
+        std::string trimmed = path;
+        while (trimmed.size() > 1 && trimmed.ends_with('/')) trimmed.pop_back();
+        std::string name = std::filesystem::path(trimmed).stem().string();
+        cases.push_back({path, name.empty() ? path : name, JunitCase::Result::error, "bad_input",
+                         said, said + "\n"});
       }
     }
     code = std::max(code, one);
     std::cout.flush();
     if (!std::cout) return kBadInput;  // stdout is gone: main says why
   }
-  if (json) std::cout << "\n]\n";
+  if (json) std::cout << (first ? "[" : "") << "\n]\n";
+  if (junit) {
+    const int written = guarded(junit_file, [&] {
+      write_junit(junit->stream(), "ppsim check", cases);
+      junit->commit();
+      return kOk;
+    });
+    if (written != kOk) return written;
+  }
   return code;
 }
 

@@ -47,7 +47,10 @@ struct RunOutputs {
 int cmd_run(const std::string& config, const RunOutputs& outputs, const CommonOptions& common);
 int cmd_compare(const std::vector<std::string>& configs, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common);
-int cmd_check(const std::vector<std::string>& configs, bool json, const CommonOptions& common);
+// `configs`: files, and directories standing for every *.json / *.csv under them
+// (check_inputs.hpp); `junit_file`: where to write a JUnit XML report too ("" for none).
+int cmd_check(const std::vector<std::string>& configs, bool json, const std::string& junit_file,
+              const CommonOptions& common);
 int cmd_list();
 int cmd_export(const std::string& config, const CommonOptions& common);
 // PyTorch pipelining's schedule CSV (cli/interop.cpp, docs/INTEROP.md).

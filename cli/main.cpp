@@ -76,8 +76,14 @@ int run_cli(int argc, char** argv) {
 
   auto* check = app.add_subcommand(
       "check", "validate and look for deadlocks; exit 1 if any schedule is wrong");
-  check->add_option("configs", configs, "JSON config files")->required();
+  check
+      ->add_option("configs", configs,
+                   "config files, or directories: every *.json and *.csv under them")
+      ->required();
   check->add_flag("--json", json, "print a JSON array of verdicts");
+  std::string junit_file;
+  auto* junit_opt = check->add_option(
+      "--junit", junit_file, "also write a JUnit XML report, one testcase per file (for CI)");
   add_set(check);
 
   auto* list = app.add_subcommand("list", "list schedules and their parameters");
@@ -174,6 +180,10 @@ int run_cli(int argc, char** argv) {
       std::cerr << "ppsim: error: " << opt->get_name() << ": the file name is empty\n";
       return kBadInput;
     }
+  if (*check && junit_opt->count() > 0 && junit_file.empty()) {
+    std::cerr << "ppsim: error: --junit: the file name is empty\n";
+    return kBadInput;
+  }
   if (*run && !run_out.svg_file.empty() && run_out.svg_file == run_out.trace_file) {
     std::cerr << "ppsim: error: --svg and --trace name the same file '" << run_out.svg_file
               << "'\n";
@@ -196,7 +206,7 @@ int run_cli(int argc, char** argv) {
   if (*run) return cmd_run(config, run_out, common);
   if (*real_sub) return cmd_real(config, real_options, common);
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);
-  if (*check) return cmd_check(configs, json, common);
+  if (*check) return cmd_check(configs, json, junit_file, common);
   if (*list) return cmd_list();
   if (*exp && (export_options.format != "text" || export_options.compute_only ||
                !export_options.output.empty()))

@@ -379,7 +379,10 @@ TEST_CASE("limits: a parameter of another schedule or comm style is an error nam
               "not a parameter of comm style '" + st.name + "' (used by: " + used_by + ")");
         ++checked;
       }
-      json j = {{"schedule", {{"kind", "custom"}, {"ops", {"0F0,0B0"}}}},
+      // Op lists that write their communication out take no style parameter.
+      json j = {{"schedule",
+                 {{"kind", "custom"},
+                  {"ops", {"0F0,0SEND_F0,0RECV_B0,0B0", "1RECV_F0,1F0,1B0,1SEND_B0"}}}},
                 {"comm", {{spec.name, spec.min}}}};
       const auto e = error_of([&] { config::parse_config(j, "p.json"); });
       CHECK(e.key() == "comm." + spec.name);
@@ -387,12 +390,17 @@ TEST_CASE("limits: a parameter of another schedule or comm style is an error nam
     }
   }
   CHECK(checked >= 2);  // at least microbatch_group_size with 1f1b and prefetch with blocking
-  // A custom schedule writes its comm ops out: comm.style is not used either.
-  json j = {{"schedule", {{"kind", "custom"}, {"ops", {"0F0,0B0"}}}},
-            {"comm", {{"style", "blocking"}, {"latency", 1.0}}}};
+  // A custom schedule that writes its comm ops out: comm.style is not used either.
+  json j = {
+      {"schedule",
+       {{"kind", "custom"}, {"ops", {"0F0,0SEND_F0,0RECV_B0,0B0", "1RECV_F0,1F0,1B0,1SEND_B0"}}}},
+      {"comm", {{"style", "blocking"}, {"latency", 1.0}}}};
   const auto e = error_of([&] { config::parse_config(j, "p.json"); });
   CHECK(e.key() == "comm.style");
   CHECK_THAT(e.message(), StartsWith("not used by schedule 'custom'"));
+  // Compute ops only: lowered, so the style and its parameters are read.
+  j["schedule"]["ops"] = {"0F0,0B0"};
+  CHECK(config::parse_config(j, "p.json").comm_style() == "blocking");
   j["comm"].erase("style");
   CHECK_NOTHROW(config::parse_config(j, "p.json"));
 }
@@ -572,6 +580,8 @@ TEST_CASE(
   CHECK_THAT(out, Contains("--set schedule.ranks=-1: key 'schedule.ranks'"));
   CHECK(run("check /dev/zero", out) == 2);
   CHECK_THAT(out, Contains("/dev/zero: larger than 16 MiB"));
-  CHECK(run("check " + dir.path(""), out) == 2);
-  CHECK_THAT(out, Contains("is a directory"));
+  // A directory is walked (docs/CLI.md); one with nothing to check is bad input.
+  std::filesystem::create_directory(dir.path("empty"));
+  CHECK(run("check " + dir.path("empty"), out) == 2);
+  CHECK_THAT(out, Contains("no *.json or *.csv file in this directory or below it"));
 }

@@ -110,12 +110,20 @@ TEST_CASE("a config above --max-memory is refused naming the key that makes it b
     CHECK_THAT(e.what(), Contains("too large to index") && Contains("32-bit"));
   }
   SECTION("custom programs: estimated from the ops written") {
-    const json j = {{"schedule", {{"kind", "custom"}, {"ops", {"0F0,0B0,1F0", "0F1,1B0"}}}}};
+    const json j = {
+        {"schedule", {{"kind", "custom"}, {"ops", {"0F0,0SEND_F0,0B0", "1RECV_F0,1B0"}}}}};
     const config::Config c = config::parse_config(j, "cfg.json");
     CHECK(config::estimate_ops(c).ops == 5);
     const config::ConfigError e = error_of([&] { config::prepare(c, {1024}); });
     CHECK(e.key() == "schedule.ops");
     CHECK_THAT(e.what(), Contains("5 ops written in schedule.ops"));
+  }
+  SECTION("custom programs of compute ops only: with what their lowering adds") {
+    const json j = {{"schedule", {{"kind", "custom"}, {"ops", {"0F0,0B0,1F0", "0F1,1B0"}}}}};
+    const config::Config c = config::parse_config(j, "cfg.json");
+    CHECK(config::estimate_ops(c).ops == 25);
+    const config::ConfigError e = error_of([&] { config::prepare(c, {1024}); });
+    CHECK_THAT(e.what(), Contains("5 ops written in schedule.ops x 5 once lowered"));
   }
 }
 

@@ -139,14 +139,14 @@ TEST_CASE(
   SECTION("forward without RECV_F") {
     const auto ds = validate_text(kRank0 + "\n1F0,1B0,1SEND_B0\n");
     check_diagnostics(
-        ds, {{"missing_receive", 1, 0, "1F0", false}, {"unmatched_send", 0, -1, "", false}});
+        ds, {{"missing_receive", 1, 0, "1F0", false}, {"unmatched_send", 0, 1, "0SEND_F0", false}});
     CHECK(contains(ds[0].message, "activation"));
     CHECK(contains(ds[1].message, "rank 1 never receives it"));
   }
   SECTION("backward without RECV_B") {
     const auto ds = validate_text("0F0,0SEND_F0,0B0\n" + kRank1 + "\n");
     check_diagnostics(
-        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, -1, "", false}});
+        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, 3, "1SEND_B0", false}});
     CHECK(contains(ds[0].message, "gradient"));
   }
   SECTION("a receive after the consumer does not count") {
@@ -360,21 +360,22 @@ TEST_CASE(
     "[validation]") {
   SECTION("activation received but never sent") {
     const auto ds = validate_text("0F0,0RECV_B0,0B0\n" + kRank1 + "\n");
-    check_diagnostics(ds, {{"unmatched_recv", 1, -1, "", false}});
+    check_diagnostics(ds, {{"unmatched_recv", 1, 0, "1RECV_F0", false}});
     CHECK(contains(ds[0].message, "activation 0->1 of microbatch 0"));
     CHECK(contains(ds[0].message, "rank 0 never sends it"));
   }
   SECTION("gradient received but never sent") {
     const auto ds = validate_text(kRank0 + "\n1RECV_F0,1F0,1B0\n");
-    check_diagnostics(ds, {{"unmatched_recv", 0, -1, "", false}});
+    check_diagnostics(ds, {{"unmatched_recv", 0, 2, "0RECV_B0", false}});
     CHECK(contains(ds[0].message, "gradient 1->0 of microbatch 0"));
   }
   SECTION("gradient sent but never received (no backward reads it either)") {
     // Rank 0 runs its backward as if it were the last stage: missing receive + unmatched send.
     const auto ds = validate_text("0F0,0SEND_F0,0B0\n" + kRank1 + "\n");
     check_diagnostics(
-        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, -1, "", false}});
+        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, 3, "1SEND_B0", false}});
     CHECK(contains(ds[1].message, "gradient 1->0 of microbatch 0"));
+    CHECK(contains(ds[1].message, "rank 1 op 3 (1SEND_B0): sends the gradient"));
   }
 }
 

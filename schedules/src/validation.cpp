@@ -32,7 +32,9 @@ class Validator {
         M_(p.microbatches()),
         counts_(sem_.cell_count()),
         send_state_(sem_.tensor_count(), kNone),
-        recv_state_(sem_.tensor_count(), kNone) {}
+        recv_state_(sem_.tensor_count(), kNone),
+        send_pos_(sem_.tensor_count(), -1),
+        recv_pos_(sem_.tensor_count(), -1) {}
 
   std::vector<Diagnostic> run() {
     for (int r = 0; r < p_.ranks(); ++r) check_rank(r);
@@ -278,6 +280,7 @@ class Validator {
                 },
                 true);
           state[t] = kSettled;
+          (send ? send_pos_ : recv_pos_)[t] = pos;  // an unmatched one is reported at its op
           if (op.async) {
             if (outstanding.count(op.request) || finished.count(op.request)) {
               report(
@@ -412,7 +415,8 @@ class Validator {
       if (sent == received) continue;
       const int sender = p_.rank_of(backward ? n : s), receiver = p_.rank_of(backward ? s : n);
       report(
-          sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver, -1,
+          sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver,
+          sent ? send_pos_[t] : recv_pos_[t],
           [&] {
             const std::string tensor =
                 backward ? fmt::format("gradient {}->{} of microbatch {}", n, s, m)
@@ -430,6 +434,7 @@ class Validator {
   int S_, M_;
   std::vector<Counts> counts_;
   std::vector<std::int32_t> send_state_, recv_state_;
+  std::vector<std::int32_t> send_pos_, recv_pos_;  // the op that sent / received each tensor
   std::vector<Diagnostic> out_;
   std::size_t truncated_ = 0;
 };

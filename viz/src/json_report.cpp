@@ -90,15 +90,33 @@ json to_json(const record::RunRecord& a) {
   return j;
 }
 
-json check_json(const record::RunRecord& a, const std::string& config_path) {
+json check_json(const record::RunRecord& a, const std::string& config_path,
+                const schedules::OpLocator& locate) {
+  auto place = [&](json& entry) {
+    if (!locate || !entry.contains("position")) return;
+    const auto at = locate(entry["rank"].get<int>(), entry["position"].get<int>());
+    if (!at) return;
+    entry["location"] = at->where;
+    if (at->line > 0) entry["line"] = at->line;
+    if (at->column > 0) entry["column"] = at->column;
+  };
   json j = {{"config", config_path},
             {"name", a.info.name},
             {"ok", a.ok()},
             {"verdict", a.verdict().text()}};
   json errors = json::array();
-  for (const auto& d : a.diagnostics) errors.push_back(to_json(d));
+  for (const auto& d : a.diagnostics) {
+    errors.push_back(to_json(d));
+    place(errors.back());
+  }
   j["errors"] = errors;
   j["deadlock"] = a.deadlock ? to_json(*a.deadlock) : json(nullptr);
+  if (a.deadlock) {
+    for (auto& cycle : j["deadlock"]["cycles"])
+      for (auto& b : cycle) place(b);
+    for (const char* list : {"unmatched", "blocked"})
+      for (auto& b : j["deadlock"][list]) place(b);
+  }
   return j;
 }
 

@@ -53,8 +53,14 @@ std::string summary_text(const record::RunRecord& a) {
   return out;
 }
 
-std::string check_text(const record::RunRecord& a, const std::string& path) {
+std::string check_text(const record::RunRecord& a, const std::string& path,
+                       const schedules::OpLocator& locate) {
   if (a.ok()) return fmt::format("ok    {} ({})\n", path, a.info.name);
+  auto where = [&](int rank, int position) -> std::string {
+    if (!locate || rank < 0 || position < 0) return "";
+    const auto at = locate(rank, position);
+    return at ? fmt::format(" [{}]", at->where) : "";
+  };
   std::string out = fmt::format("FAIL  {} ({}): {}\n", path, a.info.name, a.verdict().text());
   if (a.deadlock) {
     // Each line indented, built in one pass (replacing in place moved the tail once per line).
@@ -65,8 +71,20 @@ std::string check_text(const record::RunRecord& a, const std::string& path) {
       if (c == '\n') out += "      ";
     }
     out += "\n";
+    // The cycle's words name the ops; these lines say where they are in the rank's list.
+    auto stuck = [&](const record::BlockedOp& b) {
+      out += fmt::format("      stuck: rank {} op {} ({}){}", b.rank, b.position, b.op,
+                         where(b.rank, b.position));
+      if (!b.waiting_for.empty()) out += fmt::format(" waits on {}", b.waiting_for);
+      out += b.peer >= 0 ? fmt::format(", needs rank {}\n", b.peer) : "\n";
+    };
+    for (const auto& cycle : a.deadlock->cycles)
+      for (const auto& b : cycle) stuck(b);
+    for (const auto& b : a.deadlock->unmatched) stuck(b);
+    for (const auto& b : a.deadlock->blocked) stuck(b);
   }
-  for (const auto& e : a.diagnostics) out += fmt::format("      {}: {}\n", e.kind, e.message);
+  for (const auto& e : a.diagnostics)
+    out += fmt::format("      {}: {}{}\n", e.kind, e.message, where(e.rank, e.position));
   return out;
 }
 

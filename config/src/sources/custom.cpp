@@ -1,13 +1,19 @@
-// `custom`: hand-written op lists, one string per rank, with their communication written out;
-// optional routes for programs whose microbatches take different paths (DualPipe).
+// `custom`: hand-written op lists, one string per rank. Lists that write communication out run as
+// written; lists of compute ops only are lowered with comm.style like a generator's. Optional
+// routes for programs whose microbatches take different paths (DualPipe).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <mutex>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include "../param_reader.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/lowering.hpp"
 
 namespace ppsim::config::sources {
 
@@ -18,9 +24,119 @@ class CustomSpec : public ProgramSpec {
  public:
   // `array`: one element per rank (errors name schedule.ops[rank]); else one text, a line per rank.
   CustomSpec(std::string text, bool array, std::optional<schedules::Routes> routes)
-      : text_(std::move(text)), array_(array), routes_(std::move(routes)) {}
-  schedules::Program build(const schedules::LoweringOptions&,
+      : text_(std::move(text)),
+        array_(array),
+        routes_(std::move(routes)),
+        written_comm_(writes_comm(text_)) {}
+  schedules::Program build(const schedules::LoweringOptions& lowering,
                            const std::string& source) const override {
+    schedules::Program written = parse(source);
+    if (written_comm_) return written;
+    try {
+      return schedules::lower(written, lowering);
+    } catch (const schedules::ParameterError& e) {
+      throw ConfigError(source, "comm." + e.key(), e.what());
+    }
+  }
+  std::string comm_style(const schedules::LoweringOptions& lowering) const override {
+    return written_comm_ ? "custom" : lowering.style;
+  }
+  bool sweepable() const override { return false; }
+
+  std::optional<schedules::OpLocation> locate(const schedules::Program& built, int rank,
+                                              int position) const override {
+    if (rank < 0 || rank >= built.ranks() || position < 0) return std::nullopt;
+    const auto& ops = built.ops(rank);
+    if (static_cast<std::size_t>(position) >= ops.size()) return std::nullopt;
+    std::size_t index = static_cast<std::size_t>(position);
+    auto place = [&](std::pair<int, int> at) {
+      return array_ ? fmt::format("schedule.ops[{}] column {}", rank, at.second)
+                    : fmt::format("schedule.ops line {}, column {}", at.first, at.second);
+    };
+    if (!written_comm_) {
+      // The lowering keeps the written ops in their order and only adds comm ops around them.
+      index = static_cast<std::size_t>(
+          std::count_if(ops.begin(), ops.begin() + position,
+                        [](const schedules::Op& op) { return is_written(op.kind); }));
+      if (!is_written(ops[static_cast<std::size_t>(position)].kind)) {
+        std::string where = "added by comm.style";
+        if (const auto before = index > 0 ? find_op(rank, index - 1) : std::nullopt)
+          where += ", after the op at " + place(*before);
+        else if (const auto after = find_op(rank, 0))
+          where += ", before the op at " + place(*after);
+        return schedules::OpLocation{where, 0, 0};
+      }
+    }
+    const auto found = find_op(rank, index);
+    if (!found) return std::nullopt;
+    return schedules::OpLocation{place(*found), array_ ? 0 : found->first, found->second};
+  }
+
+ private:
+  static bool is_written(schedules::OpKind k) {
+    return !schedules::is_comm(k) && k != schedules::OpKind::WAIT;
+  }
+
+  // Whether the lists write communication out. Exact for any text that parses: no compute or
+  // resource op's spelling holds these words, every comm op's does; comment lines are skipped.
+  static bool writes_comm(std::string_view text) {
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      const auto nl = text.find('\n', pos);
+      const std::string_view line =
+          text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+      const auto first = line.find_first_not_of(" \t\r");
+      if (first != std::string_view::npos && line[first] != '#')
+        for (const std::string_view word : {"SEND_", "RECV_", "WAIT"})
+          if (line.find(word) != std::string_view::npos) return true;
+      if (nl == std::string_view::npos) break;
+      pos = nl + 1;
+    }
+    return false;
+  }
+
+  // The line (1-based, comments counted) and column of op `index` of `rank` as written, found the
+  // way Program::parse splits the text. The lines are found once, a rank's op columns when first
+  // asked for: a report naming many ops of one long line reads it once.
+  std::optional<std::pair<int, int>> find_op(int rank, std::size_t index) const {
+    const std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (!lines_found_) {
+      std::size_t pos = 0;
+      int line_no = 0;
+      while (pos < text_.size()) {
+        ++line_no;
+        const auto nl = text_.find('\n', pos);
+        const std::size_t end = nl == std::string::npos ? text_.size() : nl;
+        const std::string_view line = std::string_view(text_).substr(pos, end - pos);
+        const auto first = line.find_first_not_of(" \t\r");
+        if (first != std::string_view::npos && line[first] != '#')
+          rank_lines_.push_back({line_no, pos, end});
+        if (nl == std::string::npos) break;
+        pos = nl + 1;
+      }
+      lines_found_ = true;
+    }
+    if (static_cast<std::size_t>(rank) >= rank_lines_.size()) return std::nullopt;
+    const RankLine& at = rank_lines_[static_cast<std::size_t>(rank)];
+    auto [it, fresh] = columns_.try_emplace(rank);
+    if (fresh) {
+      const std::string_view line = std::string_view(text_).substr(at.begin, at.end - at.begin);
+      std::size_t start = 0;
+      while (start <= line.size()) {
+        const auto comma = line.find(',', start);
+        const std::string_view field = line.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+        const auto lead = field.find_first_not_of(" \t\r");
+        if (lead != std::string_view::npos) it->second.push_back(start + lead + 1);
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+      }
+    }
+    if (index >= it->second.size()) return std::nullopt;
+    return std::pair{at.line, static_cast<int>(it->second[index])};
+  }
+
+  schedules::Program parse(const std::string& source) const {
     try {
       return schedules::Program::parse(text_, routes_.value_or(schedules::Routes{}));
     } catch (const schedules::ParseError& e) {
@@ -35,10 +151,7 @@ class CustomSpec : public ProgramSpec {
       throw ConfigError(source, "schedule." + e.key(), e.what());
     }
   }
-  std::string comm_style(const schedules::LoweringOptions&) const override { return "custom"; }
-  bool sweepable() const override { return false; }
 
- private:
   // The rank a line of the text form is (or would be): the op lines before it, comments skipped.
   int rank_of_line(int line) const {
     int rank = 0, at = 1;
@@ -59,6 +172,17 @@ class CustomSpec : public ProgramSpec {
   std::string text_;
   bool array_;
   std::optional<schedules::Routes> routes_;
+  bool written_comm_;  // run as written; otherwise lowered with comm.style
+
+  // For locate(): each rank's line, and the columns of the ops of the ranks asked about.
+  struct RankLine {
+    int line;
+    std::size_t begin, end;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable bool lines_found_ = false;
+  mutable std::vector<RankLine> rank_lines_;
+  mutable std::unordered_map<int, std::vector<std::size_t>> columns_;
 };
 
 std::vector<std::int32_t> int_list(Reader& r, const std::string& key, const nlohmann::json& v) {
@@ -182,7 +306,9 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
 }  // namespace
 
 void register_custom(SourceRegistry& registry) {
-  registry.add({"custom", "your own op lists: schedule.ops, one string per rank",
+  registry.add({"custom",
+                "your own op lists: schedule.ops, one string per rank; compute-only lists are "
+                "lowered by comm.style",
                 [](std::string_view kind) { return kind == "custom"; }, read});
 }
 

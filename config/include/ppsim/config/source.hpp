@@ -4,12 +4,14 @@
 // config/src/sources that registers itself.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ppsim/config/reader.hpp"
 #include "ppsim/schedules/lowering.hpp"
+#include "ppsim/schedules/op_location.hpp"
 #include "ppsim/schedules/program.hpp"
 
 namespace ppsim::config {
@@ -25,6 +27,12 @@ class ProgramSpec {
   virtual std::string comm_style(const schedules::LoweringOptions& lowering) const = 0;
   // Whether `compare --schedules/--microbatches/--chunks` may rewrite this schedule section.
   virtual bool sweepable() const = 0;
+  // Where op `position` of `rank` in `built` (what build() returned) was written, for sources
+  // read from text; nothing for generated programs and ops the lowering added.
+  virtual std::optional<schedules::OpLocation> locate(const schedules::Program& /*built*/,
+                                                      int /*rank*/, int /*position*/) const {
+    return std::nullopt;
+  }
 };
 
 struct ProgramSource {

@@ -5,13 +5,17 @@
 #include <string>
 
 #include "ppsim/record/run_record.hpp"
+#include "ppsim/schedules/op_location.hpp"
 
 namespace ppsim::viz {
 
 nlohmann::json to_json(const record::RunRecord& run);
 nlohmann::json to_json(const record::Deadlock& deadlock);
 nlohmann::json to_json(const schedules::Diagnostic& diagnostic);
-// One element of `ppsim check --json`: {config, name, ok, verdict, errors, deadlock}.
-nlohmann::json check_json(const record::RunRecord& run, const std::string& config_path);
+// One element of `ppsim check --json`: {config, name, ok, verdict, errors, deadlock}. With
+// `locate`, each error and stuck op whose op was written in a text gets "location" (and "line",
+// "column" where known).
+nlohmann::json check_json(const record::RunRecord& run, const std::string& config_path,
+                          const schedules::OpLocator& locate = {});
 
 }  // namespace ppsim::viz

@@ -4,13 +4,17 @@
 #include <vector>
 
 #include "ppsim/record/run_record.hpp"
+#include "ppsim/schedules/op_location.hpp"
 
 namespace ppsim::viz {
 
 // `ppsim run` without --json: headline metrics, per-rank table, verdict, problems.
 std::string summary_text(const record::RunRecord& run);
-// The `ppsim check` lines of one config: "ok    PATH (NAME)" or FAIL with the explanation.
-std::string check_text(const record::RunRecord& run, const std::string& config_path);
+// The `ppsim check` lines of one config: "ok    PATH (NAME)" or FAIL with the explanation: the
+// deadlock, a `stuck:` line per blocked op, and the diagnostics; `locate` adds where each op was
+// written (programs read from text).
+std::string check_text(const record::RunRecord& run, const std::string& config_path,
+                       const schedules::OpLocator& locate = {});
 std::string compare_table(const std::vector<record::RunRecord>& runs);
 std::string compare_csv(const std::vector<record::RunRecord>& runs);
 
