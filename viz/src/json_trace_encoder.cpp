@@ -1,0 +1,199 @@
+// Chrome trace event JSON, written event by event into one reusable buffer with formats parsed at
+// compile time: the writer's memory does not grow with the run.
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+#include "trace_encoder.hpp"
+
+namespace ppsim::viz::detail {
+
+std::string_view to_string(TraceCategory c) {
+  switch (c) {
+    case TraceCategory::compute:
+      return "compute";
+    case TraceCategory::comm:
+      return "comm";
+    case TraceCategory::transfer:
+      return "transfer";
+    case TraceCategory::deadlock:
+      return "deadlock";
+    case TraceCategory::run:
+      return "run";
+  }
+  return "";
+}
+
+namespace {
+
+constexpr std::size_t kFlushAt = 1 << 20;
+
+class JsonEncoder : public TraceEncoder {
+ public:
+  explicit JsonEncoder(ByteSink& out) : out_(out) { raw("{\"traceEvents\":[\n"); }
+
+  void process(int pid, std::string_view head, std::string_view name, int sort_index) override {
+    begin();
+    fmt::format_to(it(), FMT_COMPILE(R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":")"),
+                   pid);
+    escaped(head);
+    escaped(name);
+    raw("\"}");
+    end();
+    begin();
+    fmt::format_to(
+        it(),
+        FMT_COMPILE(R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}})"),
+        pid, sort_index);
+    end();
+  }
+
+  void thread(int pid, int tid, std::string_view head, std::string_view name) override {
+    begin();
+    fmt::format_to(it(),
+                   FMT_COMPILE(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":")"),
+                   pid, tid);
+    escaped(head);
+    escaped(name);
+    raw("\"}");
+    end();
+  }
+
+  void slice(int pid, int tid, double ts, double dur, std::string_view name, TraceCategory cat,
+             std::span<const TraceArg> args, std::uint64_t, std::uint64_t) override {
+    begin();
+    raw(R"("ph":"X","name":")");
+    escaped(name);
+    raw(R"(","cat":")");
+    raw(to_string(cat));
+    fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},)"), pid, tid,
+                   ts, dur);
+    write_args(args);
+    end();
+  }
+
+  void instant(int pid, int tid, double ts, std::string_view head, std::string_view name,
+               TraceCategory cat, bool global, std::span<const TraceArg> args) override {
+    begin();
+    raw(global ? R"("ph":"i","s":"g","name":")" : R"("ph":"i","s":"t","name":")");
+    escaped(head);
+    escaped(name);
+    raw(R"(","cat":")");
+    raw(to_string(cat));
+    fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{:.6f},)"), pid, tid, ts);
+    write_args(args);
+    end();
+  }
+
+  void flow(std::uint64_t id, int src_pid, int src_tid, int dst_pid, int dst_tid,
+            double ts) override {
+    // Flow ids count from 0 in the JSON form.
+    begin();
+    fmt::format_to(
+        it(),
+        FMT_COMPILE(R"("ph":"s","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})"),
+        id - 1, src_pid, src_tid, ts);
+    end();
+    begin();
+    fmt::format_to(
+        it(),
+        FMT_COMPILE(
+            R"("ph":"f","bp":"e","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})"),
+        id - 1, dst_pid, dst_tid, ts);
+    end();
+  }
+
+  void counter(int pid, CounterKind kind, double ts, std::int64_t value) override {
+    begin();
+    if (kind == CounterKind::memory)
+      fmt::format_to(
+          it(), FMT_COMPILE(R"("ph":"C","name":"memory","pid":{},"ts":{:.6f},"args":{{"bytes":{}}})"),
+          pid, ts, value);
+    else
+      fmt::format_to(
+          it(),
+          FMT_COMPILE(
+              R"("ph":"C","name":"inflight","pid":{},"ts":{:.6f},"args":{{"microbatches":{}}})"),
+          pid, ts, value);
+    end();
+  }
+
+  void close(std::string_view other_data) override {
+    raw("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{");
+    raw(other_data);
+    raw("}}\n");
+    flush();
+    out_.finish();
+  }
+
+ private:
+  fmt::appender it() { return fmt::appender(buf_); }
+  void raw(std::string_view s) { buf_.append(s); }
+  void begin() {
+    if (!first_) raw(",\n");
+    first_ = false;
+    buf_.push_back('{');
+  }
+  void end() {
+    buf_.push_back('}');
+    if (buf_.size() >= kFlushAt) flush();
+  }
+  void flush() {
+    out_.write(buf_.data(), buf_.size());
+    buf_.clear();
+  }
+  // Quotes and backslashes escaped, control characters dropped (names never need them).
+  void escaped(std::string_view s) {
+    std::size_t done = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
+      buf_.append(s.substr(done, i - done));
+      if (c == '"' || c == '\\') {
+        buf_.push_back('\\');
+        buf_.push_back(c);
+      }
+      done = i + 1;
+    }
+    buf_.append(s.substr(done));
+  }
+  void write_args(std::span<const TraceArg> args) {
+    raw("\"args\":{");
+    bool first = true;
+    for (const auto& a : args) {
+      if (!first) buf_.push_back(',');
+      first = false;
+      buf_.push_back('"');
+      raw(a.key);
+      raw("\":");
+      switch (a.type) {
+        case TraceArg::Type::integer:
+          fmt::format_to(it(), FMT_COMPILE("{}"), a.number);
+          break;
+        case TraceArg::Type::boolean:
+          raw(a.number ? "true" : "false");
+          break;
+        case TraceArg::Type::string:
+          buf_.push_back('"');
+          escaped(a.text);
+          buf_.push_back('"');
+          break;
+        case TraceArg::Type::json:
+          raw(a.text);
+          break;
+      }
+    }
+    buf_.push_back('}');
+  }
+
+  ByteSink& out_;
+  fmt::memory_buffer buf_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<TraceEncoder> make_json_encoder(ByteSink& out) {
+  return std::make_unique<JsonEncoder>(out);
+}
+
+}  // namespace ppsim::viz::detail
