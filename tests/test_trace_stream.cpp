@@ -354,7 +354,7 @@ TEST_CASE("the Perfetto trace decodes to the JSON trace's tracks and events", "[
   const auto [kind, P, M, V, style] = GENERATE(table<std::string, int, int, int, std::string>(
       {{"1f1b", 4, 8, 1, "async"},
        {"interleaved-1f1b", 4, 8, 2, "async"},
-       {"zb-h1", 3, 6, 1, "blocking"},
+       {"gpipe", 3, 6, 1, "async-send"},
        {"gpipe", 3, 5, 1, "batched"}}));
   INFO(kind << " " << style);
   const record::RunRecord rec = sim::analyze(bench_like(kind, P, M, V, style), {.trace = true});

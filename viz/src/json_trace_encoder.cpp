@@ -79,7 +79,11 @@ class JsonEncoder : public TraceEncoder {
     escaped(name);
     raw(R"(","cat":")");
     raw(to_string(cat));
-    fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{:.6f},)"), pid, tid, ts);
+    // The global instant is the run's, at 0: written "0" as it always was.
+    if (global)
+      fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{},)"), pid, tid, ts);
+    else
+      fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{:.6f},)"), pid, tid, ts);
     write_args(args);
     end();
   }
