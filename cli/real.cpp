@@ -23,10 +23,10 @@
 #include "ppsim/real/transport.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
-#include "ppsim/viz/trace_stream.hpp"
 #include "ppsim/viz/html_report.hpp"
 #include "ppsim/viz/human_bytes.hpp"
 #include "ppsim/viz/json_report.hpp"
+#include "ppsim/viz/trace_stream.hpp"
 
 namespace ppsim::cli {
 

@@ -227,7 +227,8 @@ Decoded from_json(const json& doc) {
   for (const auto& e : doc.at("traceEvents")) {
     if (e.at("ph") != "M") continue;
     if (e.at("name") == "process_name") processes[e.at("pid")] = e.at("args").at("name");
-    if (e.at("name") == "thread_name") threads[{e.at("pid"), e.at("tid")}] = e.at("args").at("name");
+    if (e.at("name") == "thread_name")
+      threads[{e.at("pid"), e.at("tid")}] = e.at("args").at("name");
   }
   auto ns = [](const json& us) {
     return static_cast<std::uint64_t>(std::nearbyint(us.get<double>() * 1000.0));
@@ -255,7 +256,8 @@ Decoded from_json(const json& doc) {
     if (ph == "X") {
       o["thread"] = threads.at({pid, e.at("tid")});
       // The protobuf form has the end's time, rounded; its duration is end - start.
-      o["dur"] = ns(json(e.at("ts").get<double>() + e.at("dur").get<double>())) - o["ts"].get<std::uint64_t>();
+      o["dur"] = ns(json(e.at("ts").get<double>() + e.at("dur").get<double>())) -
+                 o["ts"].get<std::uint64_t>();
       d.slices.push_back(o);
     } else {
       REQUIRE(ph == "i");
@@ -316,7 +318,8 @@ Streamed streamed(const config::Config& config, viz::TraceFormat format) {
   const config::Prepared prepared = config::prepare(config);
   std::ostringstream out;
   viz::TraceStream stream(out, format);
-  stream.begin_run(*prepared.program, {config::microseconds_per_unit(config.time_unit), config.name});
+  stream.begin_run(*prepared.program,
+                   {config::microseconds_per_unit(config.time_unit), config.name});
   Streamed s{sim::analyze(prepared, {.trace = true, .observer = &stream}), {}};
   stream.finish(s.rec);
   s.text = out.str();
@@ -324,17 +327,19 @@ Streamed streamed(const config::Config& config, viz::TraceFormat format) {
 }
 
 config::Config bench_like(const std::string& kind, int P, int M, int V, const std::string& style) {
-  json j = {{"name", "stream test"},
-            {"schedule", {{"kind", kind}, {"ranks", P}, {"microbatches", M}, {"chunks", V}}},
-            {"costs", {{"forward", 1.0}, {"backward", 2.0}, {"per_stage", {{"1", {{"forward", 1.5}}}}}}},
-            {"comm", {{"style", style}, {"latency", 0.01}, {"boundary_bytes", 1 << 20}}},
-            {"memory", {{"activation_bytes", 256 << 20}}}};
+  json j = {
+      {"name", "stream test"},
+      {"schedule", {{"kind", kind}, {"ranks", P}, {"microbatches", M}, {"chunks", V}}},
+      {"costs", {{"forward", 1.0}, {"backward", 2.0}, {"per_stage", {{"1", {{"forward", 1.5}}}}}}},
+      {"comm", {{"style", style}, {"latency", 0.01}, {"boundary_bytes", 1 << 20}}},
+      {"memory", {{"activation_bytes", 256 << 20}}}};
   return config::parse_config(j, "stream-test.json");
 }
 
 std::vector<std::string> bundled_configs() {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(PPSIM_SOURCE_DIR) + "/configs"))
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(PPSIM_SOURCE_DIR) + "/configs"))
     if (e.path().extension() == ".json") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
@@ -351,11 +356,11 @@ TEST_CASE("trace format from the file name", "[trace]") {
 }
 
 TEST_CASE("the Perfetto trace decodes to the JSON trace's tracks and events", "[trace]") {
-  const auto [kind, P, M, V, style] = GENERATE(table<std::string, int, int, int, std::string>(
-      {{"1f1b", 4, 8, 1, "async"},
-       {"interleaved-1f1b", 4, 8, 2, "async"},
-       {"gpipe", 3, 6, 1, "async-send"},
-       {"gpipe", 3, 5, 1, "batched"}}));
+  const auto [kind, P, M, V, style] = GENERATE(
+      table<std::string, int, int, int, std::string>({{"1f1b", 4, 8, 1, "async"},
+                                                      {"interleaved-1f1b", 4, 8, 2, "async"},
+                                                      {"gpipe", 3, 6, 1, "async-send"},
+                                                      {"gpipe", 3, 5, 1, "batched"}}));
   INFO(kind << " " << style);
   const record::RunRecord rec = sim::analyze(bench_like(kind, P, M, V, style), {.trace = true});
   REQUIRE(rec.ok());
@@ -391,8 +396,7 @@ TEST_CASE("a deadlocked run's Perfetto trace has the JSON trace's blocked-for-go
   CHECK(stuck == 4);
 }
 
-TEST_CASE("slices that overlap on one track go to extra tracks, each properly nested",
-          "[trace]") {
+TEST_CASE("slices that overlap on one track go to extra tracks, each properly nested", "[trace]") {
   const schedules::Program p = test::lowered("1f1b", 2, 2);
   std::ostringstream out;
   {
@@ -437,7 +441,8 @@ TEST_CASE("counters are written only when their value changes", "[trace]") {
   std::map<std::pair<int, std::string>, std::vector<std::pair<double, std::int64_t>>> want, got;
   for (const auto& c : rec.trace->counters) {
     auto& m = want[{c.rank, "memory"}];
-    if (m.empty() || m.back().second != c.memory_bytes) m.push_back({c.time * 1000.0, c.memory_bytes});
+    if (m.empty() || m.back().second != c.memory_bytes)
+      m.push_back({c.time * 1000.0, c.memory_bytes});
     auto& f = want[{c.rank, "inflight"}];
     if (f.empty() || f.back().second != c.inflight) f.push_back({c.time * 1000.0, c.inflight});
   }
@@ -486,8 +491,8 @@ TEST_CASE("a trace streamed during the run equals the one written from the recor
 
 TEST_CASE("ppsim run --trace streams each format; the file matches the in-process writer",
           "[trace][cli]") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ppsim-trace-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ppsim-trace-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string cfg = std::string(PPSIM_SOURCE_DIR) + "/configs/interleaved-1f1b.json";
   const record::RunRecord rec = sim::analyze(config::load_config(cfg), {.trace = true});
@@ -497,8 +502,8 @@ TEST_CASE("ppsim run --trace streams each format; the file matches the in-proces
   };
   for (const std::string ext : {"json", "json.gz", "pftrace"}) {
     const auto file = dir / ("t." + ext);
-    const std::string cmd = fmt::format("'{}' run '{}' --trace '{}' > /dev/null", PPSIM_BINARY,
-                                        cfg, file.string());
+    const std::string cmd =
+        fmt::format("'{}' run '{}' --trace '{}' > /dev/null", PPSIM_BINARY, cfg, file.string());
     REQUIRE(std::system(cmd.c_str()) == 0);
     const std::string got = slurp(file);
     const std::string want = written(rec, viz::trace_format_for(file.string()));
@@ -506,7 +511,8 @@ TEST_CASE("ppsim run --trace streams each format; the file matches the in-proces
       check_same(decode(got), decode(want));
     else {
       const std::string text = ext == "json" ? got : gunzip(got);
-      check_same(from_json(json::parse(text)), from_json(json::parse(ext == "json" ? want : gunzip(want))));
+      check_same(from_json(json::parse(text)),
+                 from_json(json::parse(ext == "json" ? want : gunzip(want))));
     }
   }
   std::filesystem::remove_all(dir);

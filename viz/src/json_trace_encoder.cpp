@@ -3,6 +3,8 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz::detail {
@@ -27,14 +29,31 @@ namespace {
 
 constexpr std::size_t kFlushAt = 1 << 20;
 
+// `v` with 6 decimals, as fmt's "{:.6f}" writes it, without its general float path where the
+// result is sure: v * 1e6 is exact to well under 0.01 below 2^45 and not near a rounding tie.
+void fixed6(fmt::memory_buffer& buf, double v) {
+  if (v >= 0 && v < 35e12 / 1e6) {
+    const double scaled = v * 1e6;
+    const double whole = std::floor(scaled);
+    const double frac = scaled - whole;
+    if (std::fabs(frac - 0.5) > 0.02) {
+      const auto n = static_cast<std::uint64_t>(whole) + (frac > 0.5 ? 1 : 0);
+      fmt::format_to(fmt::appender(buf), FMT_COMPILE("{}.{:06}"), n / 1000000, n % 1000000);
+      return;
+    }
+  }
+  fmt::format_to(fmt::appender(buf), FMT_COMPILE("{:.6f}"), v);
+}
+
 class JsonEncoder : public TraceEncoder {
  public:
   explicit JsonEncoder(ByteSink& out) : out_(out) { raw("{\"traceEvents\":[\n"); }
 
   void process(int pid, std::string_view head, std::string_view name, int sort_index) override {
     begin();
-    fmt::format_to(it(), FMT_COMPILE(R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":")"),
-                   pid);
+    fmt::format_to(
+        it(), FMT_COMPILE(R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":")"),
+        pid);
     escaped(head);
     escaped(name);
     raw("\"}");
@@ -42,16 +61,17 @@ class JsonEncoder : public TraceEncoder {
     begin();
     fmt::format_to(
         it(),
-        FMT_COMPILE(R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}})"),
+        FMT_COMPILE(
+            R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}})"),
         pid, sort_index);
     end();
   }
 
   void thread(int pid, int tid, std::string_view head, std::string_view name) override {
     begin();
-    fmt::format_to(it(),
-                   FMT_COMPILE(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":")"),
-                   pid, tid);
+    fmt::format_to(
+        it(), FMT_COMPILE(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":")"),
+        pid, tid);
     escaped(head);
     escaped(name);
     raw("\"}");
@@ -65,8 +85,11 @@ class JsonEncoder : public TraceEncoder {
     escaped(name);
     raw(R"(","cat":")");
     raw(to_string(cat));
-    fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},)"), pid, tid,
-                   ts, dur);
+    fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":)"), pid, tid);
+    fixed6(buf_, ts);
+    raw(R"(,"dur":)");
+    fixed6(buf_, dur);
+    buf_.push_back(',');
     write_args(args);
     end();
   }
@@ -82,8 +105,11 @@ class JsonEncoder : public TraceEncoder {
     // The global instant is the run's, at 0: written "0" as it always was.
     if (global)
       fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{},)"), pid, tid, ts);
-    else
-      fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":{:.6f},)"), pid, tid, ts);
+    else {
+      fmt::format_to(it(), FMT_COMPILE(R"(","pid":{},"tid":{},"ts":)"), pid, tid);
+      fixed6(buf_, ts);
+      buf_.push_back(',');
+    }
     write_args(args);
     end();
   }
@@ -94,7 +120,8 @@ class JsonEncoder : public TraceEncoder {
     begin();
     fmt::format_to(
         it(),
-        FMT_COMPILE(R"("ph":"s","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})"),
+        FMT_COMPILE(
+            R"("ph":"s","id":{},"name":"transfer","cat":"flow","pid":{},"tid":{},"ts":{:.6f})"),
         id - 1, src_pid, src_tid, ts);
     end();
     begin();
@@ -109,15 +136,14 @@ class JsonEncoder : public TraceEncoder {
   void counter(int pid, CounterKind kind, double ts, std::int64_t value) override {
     begin();
     if (kind == CounterKind::memory)
-      fmt::format_to(
-          it(), FMT_COMPILE(R"("ph":"C","name":"memory","pid":{},"ts":{:.6f},"args":{{"bytes":{}}})"),
-          pid, ts, value);
+      fmt::format_to(it(), FMT_COMPILE(R"("ph":"C","name":"memory","pid":{},"ts":)"), pid);
     else
-      fmt::format_to(
-          it(),
-          FMT_COMPILE(
-              R"("ph":"C","name":"inflight","pid":{},"ts":{:.6f},"args":{{"microbatches":{}}})"),
-          pid, ts, value);
+      fmt::format_to(it(), FMT_COMPILE(R"("ph":"C","name":"inflight","pid":{},"ts":)"), pid);
+    fixed6(buf_, ts);
+    if (kind == CounterKind::memory)
+      fmt::format_to(it(), FMT_COMPILE(R"(,"args":{{"bytes":{}}})"), value);
+    else
+      fmt::format_to(it(), FMT_COMPILE(R"(,"args":{{"microbatches":{}}})"), value);
     end();
   }
 

@@ -33,8 +33,8 @@ constexpr int timestamp = 8, sequence_id = 10, track_event = 11, interned_data =
 constexpr int category_iids = 3, debug_annotations = 4, type = 9, track_uuid = 11, name = 23,
               counter_value = 30, flow_ids = 47, terminating_flow_ids = 48;
 // TrackDescriptor
-constexpr int uuid = 1, td_name = 2, process = 3, parent_uuid = 5, counter = 8,
-              child_ordering = 11, sibling_order_rank = 12;
+constexpr int uuid = 1, td_name = 2, process = 3, parent_uuid = 5, counter = 8, child_ordering = 11,
+              sibling_order_rank = 12;
 // ProcessDescriptor
 constexpr int pid = 1, process_name = 6;
 // CounterDescriptor
@@ -263,6 +263,14 @@ class PerfettoEncoder : public TraceEncoder {
     emit_packet();
   }
   std::uint64_t annotation_name(std::string_view key) {
+    // Keys are mostly the same few string literals: look them up by address first.
+    for (const auto& c : recent_)
+      if (c.data == key.data() && c.size == key.size()) return c.iid;
+    const std::uint64_t id = intern(key);
+    if (recent_.size() < 32) recent_.push_back({key.data(), key.size(), id});
+    return id;
+  }
+  std::uint64_t intern(std::string_view key) {
     auto it = names_.find(key);
     if (it != names_.end()) return it->second;
     const std::uint64_t id = names_.size() + 1;
@@ -281,7 +289,9 @@ class PerfettoEncoder : public TraceEncoder {
   void annotate(std::span<const TraceArg> args) {
     for (const auto& a : args) {
       da_.clear();
-      da_.u(f::da_name_iid, annotation_name(a.key));
+      // Keys of JSON args may live in memory that is freed and reused: never cached by address.
+      da_.u(f::da_name_iid,
+            a.type == TraceArg::Type::json ? intern(a.key) : annotation_name(a.key));
       switch (a.type) {
         case TraceArg::Type::integer:
           da_.i(f::int_value, a.number);
@@ -324,6 +334,12 @@ class PerfettoEncoder : public TraceEncoder {
   Proto buf_, pkt_, ev_, da_;
   std::vector<Process> procs_;
   std::unordered_map<std::string, std::uint64_t, Hash, std::equal_to<>> names_;
+  struct Recent {
+    const char* data;
+    std::size_t size;
+    std::uint64_t iid;
+  };
+  std::vector<Recent> recent_;
   std::uint64_t next_uuid_ = 1;
 };
 

@@ -29,19 +29,20 @@ nlohmann::json run_metadata(const record::RunRecord& rec) {
   const auto& p = *rec.program;
   // A streamed run has no Trace: its origin and clock follow from the record.
   const bool measured = rec.info.origin == "measured";
-  nlohmann::json config = {
-      {"name", rec.info.name},
-      {"source", rec.info.source},
-      {"schedule", rec.info.schedule},
-      {"comm_style", rec.info.comm_style},
-      {"matching", rec.info.matching},
-      {"origin", rec.trace ? rec.trace->origin : rec.info.origin},
-      {"clock", rec.trace ? rec.trace->clock : measured ? "steady_clock" : "model"},
-      {"time_unit", rec.trace ? rec.trace->time_unit : rec.info.time_unit},
-      {"ranks", p.ranks()},
-      {"chunks", p.chunks()},
-      {"stages", p.stages()},
-      {"microbatches", p.microbatches()}};
+  nlohmann::json config = {{"name", rec.info.name},
+                           {"source", rec.info.source},
+                           {"schedule", rec.info.schedule},
+                           {"comm_style", rec.info.comm_style},
+                           {"matching", rec.info.matching},
+                           {"origin", rec.trace ? rec.trace->origin : rec.info.origin},
+                           {"clock", rec.trace  ? rec.trace->clock
+                                     : measured ? "steady_clock"
+                                                : "model"},
+                           {"time_unit", rec.trace ? rec.trace->time_unit : rec.info.time_unit},
+                           {"ranks", p.ranks()},
+                           {"chunks", p.chunks()},
+                           {"stages", p.stages()},
+                           {"microbatches", p.microbatches()}};
   nlohmann::json metrics = nullptr;
   if (rec.metrics) {
     const auto& m = *rec.metrics;
@@ -154,7 +155,16 @@ TraceStream::RankState& TraceStream::rank_state(int rank) {
 std::string_view TraceStream::op_text(int rank, const schedules::Op& op) {
   const schedules::OpKindInfo& k = schedules::info(op.kind);
   text_.clear();
-  if (k.cls == schedules::OpClass::wait || k.composite)
+  if (op.kind == schedules::OpKind::WAIT) {
+    text_ = "WAIT(";
+    bool first = true;
+    for (const std::int32_t id : program_->wait_ids(rank, op)) {
+      if (!first) text_ += ';';
+      first = false;
+      fmt::format_to(std::back_inserter(text_), FMT_COMPILE("{}"), id);
+    }
+    text_ += ')';
+  } else if (k.cls == schedules::OpClass::wait || k.composite)
     text_ = program_->op_text(rank, op);
   else if (!k.microbatch)
     fmt::format_to(std::back_inserter(text_), FMT_COMPILE("{}{}"), op.stage, k.name);
@@ -212,8 +222,8 @@ void TraceStream::on_post(int rank, int pos, double time) {
   const auto& op = program_->ops(rank)[static_cast<std::size_t>(pos)];
   const TraceArg args[] = {detail::int_arg("position", pos),
                            detail::int_arg("peer", sem_->peer_of(op))};
-  enc_->instant(pid_base_ + rank, kCommTid, time * options_.us_per_unit, "post ",
-                op_text(rank, op), TraceCategory::comm, false, args);
+  enc_->instant(pid_base_ + rank, kCommTid, time * options_.us_per_unit, "post ", op_text(rank, op),
+                TraceCategory::comm, false, args);
 }
 
 void TraceStream::name_thread(int rank, int tid, std::string_view head, int peer) {
@@ -239,8 +249,7 @@ void TraceStream::on_transfer(const record::TransferEvent& t) {
                             detail::int_arg("microbatch", sop.microbatch)};
   enc_->slice(pid_base_ + t.src_rank, stid, ts, dur, op_text(t.src_rank, sop),
               TraceCategory::transfer, sargs, flow, 0);
-  const TraceArg rargs[] = {detail::int_arg("bytes", t.bytes),
-                            detail::int_arg("from", t.src_rank),
+  const TraceArg rargs[] = {detail::int_arg("bytes", t.bytes), detail::int_arg("from", t.src_rank),
                             detail::int_arg("stage", rop.stage),
                             detail::int_arg("microbatch", rop.microbatch)};
   enc_->slice(pid_base_ + t.dst_rank, rtid, ts, dur, op_text(t.dst_rank, rop),
@@ -324,8 +333,8 @@ void TraceStream::finish(const record::RunRecord& rec) {
   if (!rec.program) throw std::invalid_argument("trace: the run record has no program");
   const auto& program = *rec.program;
   const nlohmann::json meta = end_run(&rec);
-  std::string other = detail::other_data(
-      options_, rec.trace ? rec.trace->time_unit : rec.info.time_unit, program);
+  std::string other =
+      detail::other_data(options_, rec.trace ? rec.trace->time_unit : rec.info.time_unit, program);
   for (const auto& [key, value] : meta.items())
     other += fmt::format(R"(,"{}":{})", key, detail::dump_json(value));
   close(other);
