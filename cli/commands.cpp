@@ -26,6 +26,7 @@
 #include "ppsim/viz/summary_table.hpp"
 #include "ppsim/viz/svg_timeline.hpp"
 #include "ppsim/viz/terminal_timeline.hpp"
+#include "ppsim/viz/trace_stream.hpp"
 #include "progress.hpp"
 #include "terminal.hpp"
 
@@ -173,11 +174,31 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     const bool want_trace = trace || svg || outputs.timeline;
     Progress progress("simulating", 0);
     ProgressObserver counter(progress);
-    const record::RunRecord a = sim::analyze(cfg, {.trace = want_trace,
-                                                   .observer = want_trace ? &counter : nullptr,
-                                                   .max_memory = common.max_memory});
+    const viz::ChromeTraceOptions trace_options{config::microseconds_per_unit(cfg.time_unit),
+                                                cfg.name};
+    const viz::TraceFormat format = viz::trace_format_for(outputs.trace_file);
+    // --trace alone streams the events into the file as they happen (memory independent of the
+    // run's length); other outputs need the whole recorded timeline.
+    const bool stream = trace && !svg && !outputs.timeline;
+    std::optional<viz::TraceStream> streamed;
+    record::RunRecord a;
+    if (stream) {
+      const config::Prepared prepared =
+          config::prepare(cfg, {common.max_memory, config::Workload::run});
+      streamed.emplace(trace->stream(), format);
+      streamed->begin_run(*prepared.program, trace_options);
+      record::ObserverList sinks;
+      sinks.add(&*streamed);
+      sinks.add(&counter);
+      a = sim::analyze(prepared, {.observer = &sinks});
+    } else {
+      a = sim::analyze(cfg, {.trace = want_trace,
+                             .observer = want_trace ? &counter : nullptr,
+                             .max_memory = common.max_memory});
+    }
     int code = a.ok() ? kOk : kWrong;
-    const bool invalid = want_trace && !a.trace;
+    // A program that cannot run is not simulated: no metrics, and no timeline recorded.
+    const bool invalid = want_trace && (stream ? !a.metrics : !a.trace);
     if (invalid) {
       // No picture of a program that cannot run; whatever was at the paths stays.
       if (trace) trace->abandon();
@@ -186,8 +207,10 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     } else {
       if (trace) {
         progress.phase("writing " + outputs.trace_file, 0);
-        viz::write_chrome_trace(trace->stream(), a,
-                                {config::microseconds_per_unit(cfg.time_unit), cfg.name});
+        if (streamed)
+          streamed->finish(a);
+        else
+          viz::write_chrome_trace(trace->stream(), a, trace_options, format);
         trace->commit();
       }
       if (svg) {

@@ -47,7 +47,8 @@ int run_cli(int argc, char** argv) {
   run->add_option("config", config, "JSON config file")->required();
   auto* run_json = run->add_flag("--json", run_out.json, "print one JSON object (docs/METRICS.md)");
   auto* trace_opt = run->add_option("--trace", run_out.trace_file,
-                                    "write a Chrome trace (open in Perfetto or chrome://tracing)");
+                                    "write a trace for Perfetto: FILE.json (Chrome JSON), "
+                                    "FILE.json.gz (gzipped), FILE.pftrace (Perfetto protobuf)");
   auto* svg_opt = run->add_option("--svg", run_out.svg_file,
                                   "write an SVG timeline: one row per rank, a box per compute op");
   run->add_flag("--timeline", run_out.timeline,
@@ -116,7 +117,8 @@ int run_cli(int argc, char** argv) {
                    "seconds without progress before the watchdog stops the run (default 2)")
       ->type_name("SECONDS");
   auto* real_trace = real_sub->add_option("--trace", real_options.trace_file,
-                                          "write a Chrome trace of the measured run");
+                                          "write a trace of the measured and the simulated run "
+                                          "(.json, .json.gz or .pftrace)");
   auto* real_report = real_sub->add_option(
       "--report", real_options.report_file,
       "write an HTML report of the simulated and the measured run side by side");

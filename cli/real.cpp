@@ -26,6 +26,7 @@
 #include "ppsim/viz/html_report.hpp"
 #include "ppsim/viz/human_bytes.hpp"
 #include "ppsim/viz/json_report.hpp"
+#include "ppsim/viz/trace_stream.hpp"
 
 namespace ppsim::cli {
 
@@ -368,7 +369,8 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
         if (predicted.trace) runs.push_back({&predicted, "simulated"});
         runs.push_back({&run.record, "measured"});
         viz::write_chrome_trace(trace->stream(), runs,
-                                {config::microseconds_per_unit(cfg.time_unit), cfg.name});
+                                {config::microseconds_per_unit(cfg.time_unit), cfg.name},
+                                viz::trace_format_for(o.trace_file));
         trace->commit();
       } else {
         trace->abandon();

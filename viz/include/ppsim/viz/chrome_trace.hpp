@@ -15,6 +15,9 @@
 
 namespace ppsim::viz {
 
+// The file format (viz/trace_stream.hpp); JSON unless asked otherwise.
+enum class TraceFormat;
+
 struct ChromeTraceOptions {
   double us_per_unit = 1000.0;  // trace timestamps are microseconds; configs default to ms
   std::string title;            // empty with a run record: the config's name
@@ -23,9 +26,14 @@ struct ChromeTraceOptions {
 // Needs rec.trace; throws std::invalid_argument if the record has no trace.
 void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
                         const ChromeTraceOptions& options);
+void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
+                        const ChromeTraceOptions& options, TraceFormat format);
 
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options);
+void write_chrome_trace(std::ostream& out, const record::Trace& trace,
+                        const schedules::Program& program, const ChromeTraceOptions& options,
+                        TraceFormat format);
 
 // Several runs in one trace, one process group each (e.g. a simulated and a measured run of one
 // config): run k's ranks are processes named "<label> rank N", after the ranks of the runs
@@ -36,5 +44,7 @@ struct LabelledRun {
 };
 void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
                         const ChromeTraceOptions& options);
+void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
+                        const ChromeTraceOptions& options, TraceFormat format);
 
 }  // namespace ppsim::viz
