@@ -257,6 +257,7 @@ void register_torch(LoweringRegistry& registry) {
                      .with_default(0)
                      .range(0, 1)},
                 nullptr,
+                nullptr,
                 lower_program});
 }
 
