@@ -239,6 +239,14 @@ TorchCsv parse_torch_csv(std::string_view text) {
 std::string write_torch_csv(const Program& program, TorchCsvForm form,
                             const std::vector<std::vector<std::int32_t>>& steps,
                             const std::vector<std::int32_t>& cells, std::string_view line_end) {
+  // A CSV names stages only: a microbatch's next stage is always the next id, so DualPipe's
+  // second pipeline (stages in the other order) would be read back as something else.
+  if (program.routes().count() > 1)
+    throw ParameterError("routes",
+                         fmt::format("the program has {} routes (DualPipe's two pipelines); "
+                                     "PyTorch's schedule CSV can only say one route through the "
+                                     "stages in order",
+                                     program.routes().count()));
   std::string out;
   for (int r = 0; r < program.ranks(); ++r) {
     std::vector<std::string> row;
