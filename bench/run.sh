@@ -2,7 +2,7 @@
 # Runs the benchmarks and regenerates docs/BENCHMARKS.md from bench/BENCHMARKS.md.in: every
 # @@NAME@@ line of the template is replaced by the output of the command of that name below, so
 # the figures in the document are what the benchmarks printed, never typed by hand.
-# Usage: [BASE=OLD_BUILD_DIR] [E2E_ARGS="--skip TEXT ..."] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
+# Usage: [BASE=OLD_BUILD_DIR] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
 #        ppsim, ppsim_bench_sim and ppsim_bench_event_loop built). Prints the tables too.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,8 +10,10 @@ BUILD=$(cd "${1:-$SRC/build-rel}" && pwd)
 REPS=${2:-3}
 grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$BUILD/CMakeCache.txt" ||
   echo "bench/run.sh: warning: $BUILD is not a Release build" >&2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# Each benchmark's output is kept in BUILD_DIR/bench-output; RENDER_ONLY=1 rewrites the document
+# from the outputs kept there (after editing the template) without running anything.
+TMP=$BUILD/bench-output
+mkdir -p "$TMP"
 
 run() {  # NAME, then the command; its stdout becomes @@NAME@@
   local name=$1
@@ -20,6 +22,7 @@ run() {  # NAME, then the command; its stdout becomes @@NAME@@
   { echo "\$ ${*/#$BUILD/build-rel}"; "$@"; } | tee "$TMP/$name"
 }
 cd "$SRC"
+if [ "${RENDER_ONLY:-0}" != 1 ]; then
 run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
@@ -34,6 +37,7 @@ run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$
   echo "$(date -u +%Y-%m-%d), $(nproc) cpus, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1),"
   echo "load average $(cut -d' ' -f1-3 /proc/loadavg) when the run ended"
 } >"$TMP/MACHINE"
+fi
 
 python3 - "$SRC/bench/BENCHMARKS.md.in" "$TMP" "$SRC/docs/BENCHMARKS.md" <<'PY'
 import os, re, sys
