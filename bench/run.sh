@@ -11,13 +11,15 @@ REPS=${2:-3}
 grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$BUILD/CMakeCache.txt" ||
   echo "bench/run.sh: warning: $BUILD is not a Release build" >&2
 # Each benchmark's output is kept in BUILD_DIR/bench-output; RENDER_ONLY=1 rewrites the document
-# from the outputs kept there (after editing the template) without running anything.
+# from the outputs kept there (after editing the template) without running anything; ONLY="NAME..."
+# runs just those benchmarks and renders with the others' kept outputs.
 TMP=$BUILD/bench-output
 mkdir -p "$TMP"
 
 run() {  # NAME, then the command; its stdout becomes @@NAME@@
   local name=$1
   shift
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return 0; fi
   echo "+ $*" >&2
   { echo "\$ ${*/#$BUILD/build-rel}"; "$@"; } | tee "$TMP/$name"
 }
@@ -33,10 +35,13 @@ fi
 run SIM "$BUILD/bench/ppsim_bench_sim" --reps "$REPS"
 run LOOP256 "$BUILD/bench/ppsim_bench_event_loop" --ranks 256 --ops 65536 --reps "$REPS"
 run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$REPS"
+run COMPARE bench/compare_threads.sh "$BUILD/cli/ppsim"
+if [ -z "${ONLY:-}" ]; then
 {
   echo "$(date -u +%Y-%m-%d), $(nproc) cpus, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1),"
   echo "load average $(cut -d' ' -f1-3 /proc/loadavg) when the run ended"
 } >"$TMP/MACHINE"
+fi
 fi
 
 python3 - "$SRC/bench/BENCHMARKS.md.in" "$TMP" "$SRC/docs/BENCHMARKS.md" <<'PY'
