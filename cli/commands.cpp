@@ -15,6 +15,7 @@
 #include "junit.hpp"
 #include "messages.hpp"
 #include "output_file.hpp"
+#include "ppsim/config/parallel_for.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/sweep.hpp"
 #include "ppsim/schedules/generator.hpp"
@@ -272,12 +273,15 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     // All points first, so the progress line knows how many there are.
     const std::vector<config::Config> points = sweep_points(paths, sweep, common);
-    std::vector<record::RunRecord> runs;
+    // Points are independent: simulated on all cores (PPSIM_JOBS), each into its own slot.
+    std::vector<record::RunRecord> runs(points.size());
     Progress progress("simulating", points.size());
-    for (const auto& one : points) {
-      progress.update(runs.size(), one.name);
-      runs.push_back(sim::analyze(one, {.max_memory = common.max_memory}));
-    }
+    config::parallel_for(
+        points.size(), config::default_jobs(),
+        [&](std::size_t i) {
+          runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
+        },
+        [&](std::size_t i) { progress.update(i, points[i].name); });
     progress.finish();
     if (json) {
       nlohmann::json arr = nlohmann::json::array();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
@@ -213,30 +214,116 @@ class Validator {
     }
   }
 
+  // Request ids of one rank: a dense table indexed by id when the ids are small (as lowering
+  // numbers them, 0..n-1), else a hash map, so that memory follows the ops and not the largest id.
+  class RequestTable {
+   public:
+    explicit RequestTable(std::span<const Op> ops) {
+      std::int64_t min_id = 0, max_id = -1;
+      for (const Op& op : ops)
+        if (is_comm(op.kind) && op.async) {
+          min_id = std::min<std::int64_t>(min_id, op.request);
+          max_id = std::max<std::int64_t>(max_id, op.request);
+        }
+      dense_ = min_id >= 0 && max_id < static_cast<std::int64_t>(2 * ops.size() + 64);
+      if (dense_) slots_.assign(static_cast<std::size_t>(max_id + 1), Slot{});
+    }
+    // The outstanding request `id`, or nullptr.
+    const Request* outstanding(std::int32_t id) const {
+      if (dense_) {
+        const Slot* s = slot(id);
+        return s && s->state == State::outstanding ? &s->req : nullptr;
+      }
+      const auto it = outstanding_.find(id);
+      return it == outstanding_.end() ? nullptr : &it->second;
+    }
+    bool finished(std::int32_t id) const {
+      if (dense_) {
+        const Slot* s = slot(id);
+        return s && s->state == State::finished;
+      }
+      return finished_.count(id) > 0;
+    }
+    bool used(std::int32_t id) const {
+      if (dense_) {
+        const Slot* s = slot(id);
+        return s && s->state != State::none;
+      }
+      return outstanding_.count(id) > 0 || finished_.count(id) > 0;
+    }
+    void post(std::int32_t id, Request req) {  // id not used()
+      if (dense_) {
+        slots_[static_cast<std::size_t>(id)] = {req, State::outstanding};
+        ++open_;
+      } else {
+        outstanding_.emplace(id, req);
+      }
+    }
+    void finish(std::int32_t id) {  // id outstanding()
+      if (dense_) {
+        slots_[static_cast<std::size_t>(id)].state = State::finished;
+        --open_;
+      } else {
+        outstanding_.erase(id);
+        finished_.insert(id);
+      }
+    }
+    // (id, the op that posted it) of every request still outstanding, by id.
+    std::vector<std::pair<std::int32_t, int>> left() const {
+      std::vector<std::pair<std::int32_t, int>> out;
+      if (dense_) {
+        if (open_ == 0) return out;
+        for (std::size_t id = 0; id < slots_.size(); ++id)
+          if (slots_[id].state == State::outstanding)
+            out.emplace_back(static_cast<std::int32_t>(id), slots_[id].req.pos);
+        return out;
+      }
+      for (const auto& [id, req] : outstanding_) out.emplace_back(id, req.pos);
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+
+   private:
+    enum class State : std::uint8_t { none, outstanding, finished };
+    struct Slot {
+      Request req{};
+      State state = State::none;
+    };
+    const Slot* slot(std::int32_t id) const {
+      return id >= 0 && static_cast<std::size_t>(id) < slots_.size()
+                 ? &slots_[static_cast<std::size_t>(id)]
+                 : nullptr;
+    }
+    bool dense_ = false;
+    std::size_t open_ = 0;
+    std::vector<Slot> slots_;
+    std::unordered_map<std::int32_t, Request> outstanding_;
+    std::unordered_set<std::int32_t> finished_;
+  };
+
   void check_rank(int r) {
     const auto& ops = p_.ops(r);
-    std::unordered_map<std::int32_t, Request> outstanding;
-    std::unordered_set<std::int32_t> finished;
+    RequestTable requests(ops);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       const int pos = static_cast<int>(i);
       if (op.kind == OpKind::WAIT) {
         for (std::int32_t id : p_.wait_ids(r, op)) {
-          auto it = outstanding.find(id);
-          if (it == outstanding.end()) {
+          const Request* req = requests.outstanding(id);
+          if (!req) {
+            const bool finished = requests.finished(id);
             report(
-                finished.count(id) ? "double_wait" : "unknown_request", r, pos,
+                finished ? "double_wait" : "unknown_request", r, pos,
                 [&] {
-                  return finished.count(id)
+                  return finished
                              ? fmt::format("request #{} was already waited", id)
                              : fmt::format("request #{} was never posted before this WAIT", id);
                 },
                 true);
             continue;
           }
-          (it->second.send ? send_state_ : recv_state_)[it->second.tensor] = kSettled;
-          outstanding.erase(it);
-          finished.insert(id);
+          (req->send ? send_state_ : recv_state_)[req->tensor] = kSettled;
+          requests.finish(id);
         }
         continue;
       }
@@ -282,7 +369,7 @@ class Validator {
           state[t] = kSettled;
           (send ? send_pos_ : recv_pos_)[t] = pos;  // an unmatched one is reported at its op
           if (op.async) {
-            if (outstanding.count(op.request) || finished.count(op.request)) {
+            if (requests.used(op.request)) {
               report(
                   "duplicate_request", r, pos,
                   [&] {
@@ -291,7 +378,7 @@ class Validator {
                   true);
               break;
             }
-            outstanding.emplace(op.request, Request{t, send, pos});
+            requests.post(op.request, Request{t, send, pos});
             state[t] = op.request;
           }
           break;
@@ -300,10 +387,7 @@ class Validator {
           break;
       }
     }
-    std::vector<std::pair<std::int32_t, int>> left;  // (id, the op that posted it)
-    for (const auto& [id, req] : outstanding) left.emplace_back(id, req.pos);
-    std::sort(left.begin(), left.end());
-    for (const auto& entry : left) {
+    for (const auto& entry : requests.left()) {
       const std::int32_t id = entry.first;  // named: clang 14 cannot capture a structured binding
       report(
           "never_waited", r, entry.second,

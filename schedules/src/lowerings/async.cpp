@@ -2,6 +2,8 @@
 // consumer and waited right before it; sends are waited before the buffer they hold is released.
 #include <array>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ppsim/schedules/lowering.hpp"
 
@@ -10,9 +12,62 @@ namespace ppsim::schedules::lowerings {
 namespace {
 constexpr std::int64_t kPrefetchAll = -1;
 
-long long key(const Op& c) {
-  return (static_cast<long long>(c.stage) << 32) | static_cast<unsigned>(c.microbatch);
-}
+// Request of the unwaited SEND_F of each (stage, microbatch) of one rank: a table indexed by
+// (chunk, microbatch) when that grid is within a small multiple of the rank's ops (every generated
+// schedule), else a hash map, so that memory follows the ops and not the largest microbatch id.
+class PendingSends {
+ public:
+  explicit PendingSends(const RankLowering& l)
+      : program_(l.semantics().program()), rank_(l.rank()) {
+    const auto M = static_cast<std::size_t>(program_.microbatches());
+    const auto cells = static_cast<std::size_t>(program_.chunks_on(l.rank())) * M;
+    if (cells <= 4 * l.compute().size() + 64) table_.assign(cells, kNone);
+  }
+  void put(const Op& c, std::int32_t id) {
+    if (in_table(c))
+      table_[slot(c)] = id;
+    else
+      map_[key(c)] = id;
+  }
+  // Appends the request for (c.stage, c.microbatch), if any, to `ids` and forgets it.
+  void take(const Op& c, std::vector<std::int32_t>& ids) {
+    if (!in_table(c)) {
+      if (auto it = map_.find(key(c)); it != map_.end()) {
+        ids.push_back(it->second);
+        map_.erase(it);
+      }
+      return;
+    }
+    std::int32_t& id = table_[slot(c)];
+    if (id != kNone) ids.push_back(std::exchange(id, kNone));
+  }
+  void take_all(std::vector<std::int32_t>& ids) const {  // the caller sorts
+    for (const auto& [k, id] : map_) ids.push_back(id);
+    for (const std::int32_t id : table_)
+      if (id != kNone) ids.push_back(id);
+  }
+
+ private:
+  static constexpr std::int32_t kNone = -1;
+  static long long key(const Op& c) {
+    return (static_cast<long long>(c.stage) << 32) | static_cast<unsigned>(c.microbatch);
+  }
+  // Ops not yet validated may name any stage or microbatch: those go to the map.
+  bool in_table(const Op& c) const {
+    return !table_.empty() && c.stage >= 0 && c.stage < program_.stages() && c.microbatch >= 0 &&
+           c.microbatch < program_.microbatches() && program_.rank_of(c.stage) == rank_ &&
+           slot(c) < table_.size();
+  }
+  std::size_t slot(const Op& c) const {
+    return static_cast<std::size_t>(program_.place(c.stage).chunk) *
+               static_cast<std::size_t>(program_.microbatches()) +
+           static_cast<std::size_t>(c.microbatch);
+  }
+  const Program& program_;
+  int rank_;
+  std::vector<std::int32_t> table_;
+  std::unordered_map<long long, std::int32_t> map_;
+};
 
 void lower_rank(RankLowering& l) {
   const Semantics& sem = l.semantics();
@@ -28,7 +83,7 @@ void lower_rank(RankLowering& l) {
                ? consumer - static_cast<std::size_t>(prefetch)
                : 0;
   };
-  std::unordered_map<long long, std::int32_t> pending_send_f;  // (stage, mb) -> request
+  PendingSends pending_send_f(l);
   std::vector<std::int32_t> pending_send_b;
   std::vector<std::int32_t> ids;
   for (std::size_t i = 0; i < n; ++i) {
@@ -43,10 +98,7 @@ void lower_rank(RankLowering& l) {
       if (!is_backward_input(part.kind)) return;
       backward = true;
       // The backward frees the forward output, so its send must be done.
-      if (auto it = pending_send_f.find(key(part)); it != pending_send_f.end()) {
-        ids.push_back(it->second);
-        pending_send_f.erase(it);
-      }
+      pending_send_f.take(part, ids);
     });
     if (backward) {  // it also reuses the gradient buffer of the previous backward
       ids.insert(ids.end(), pending_send_b.begin(), pending_send_b.end());
@@ -58,13 +110,13 @@ void lower_rank(RankLowering& l) {
       if (auto s = sem.output_send(part)) {
         const std::int32_t id = l.post(*s);
         if (s->kind == OpKind::SEND_F)
-          pending_send_f[key(part)] = id;
+          pending_send_f.put(part, id);
         else
           pending_send_b.push_back(id);
       }
     });
   }
-  for (const auto& [k, id] : pending_send_f) ids.push_back(id);
+  pending_send_f.take_all(ids);
   ids.insert(ids.end(), pending_send_b.begin(), pending_send_b.end());
   l.wait(ids);
 }

@@ -62,7 +62,7 @@ inline double done_time(const Endpoint& e) {
 enum class Block : std::uint8_t { none, endpoint, wait, waking, done };
 
 struct RankState {
-  const schedules::Op* ops = nullptr;  // this rank's ops in the engine's contiguous copy
+  const schedules::Op* ops = nullptr;  // this rank's ops, read in place from the Program
   std::size_t n_ops = 0;
   std::size_t pc = 0;
   std::int32_t next_ep = 0;

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs the benchmarks and regenerates docs/BENCHMARKS.md from bench/BENCHMARKS.md.in: every
+# @@NAME@@ line of the template is replaced by the output of the command of that name below, so
+# the figures in the document are what the benchmarks printed, never typed by hand.
+# Usage: [BASE=OLD_BUILD_DIR] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
+#        ppsim, ppsim_bench_sim and ppsim_bench_event_loop built). Prints the tables too.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$SRC/build-rel}" && pwd)
+REPS=${2:-3}
+grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$BUILD/CMakeCache.txt" ||
+  echo "bench/run.sh: warning: $BUILD is not a Release build" >&2
+# Each benchmark's output is kept in BUILD_DIR/bench-output; RENDER_ONLY=1 rewrites the document
+# from the outputs kept there (after editing the template) without running anything; ONLY="NAME..."
+# runs just those benchmarks and renders with the others' kept outputs.
+TMP=$BUILD/bench-output
+mkdir -p "$TMP"
+
+run() {  # NAME, then the command; its stdout becomes @@NAME@@
+  local name=$1
+  shift
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return 0; fi
+  echo "+ $*" >&2
+  { echo "\$ ${*/#$BUILD/build-rel}"; "$@"; } | tee "$TMP/$name"
+}
+cd "$SRC"
+if [ "${RENDER_ONLY:-0}" != 1 ]; then
+run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
+# The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
+if [ -n "${BASE:-}" ]; then
+  run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats json ${E2E_ARGS:-}
+else
+  echo "(no BASE build given to bench/run.sh)" >"$TMP/E2EBASE"
+fi
+run SIM "$BUILD/bench/ppsim_bench_sim" --reps "$REPS"
+run LOOP256 "$BUILD/bench/ppsim_bench_event_loop" --ranks 256 --ops 65536 --reps "$REPS"
+run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$REPS"
+run COMPARE bench/compare_threads.sh "$BUILD/cli/ppsim"
+if [ -z "${ONLY:-}" ]; then
+{
+  echo "$(date -u +%Y-%m-%d), $(nproc) cpus, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1),"
+  echo "load average $(cut -d' ' -f1-3 /proc/loadavg) when the run ended"
+} >"$TMP/MACHINE"
+fi
+fi
+
+python3 - "$SRC/bench/BENCHMARKS.md.in" "$TMP" "$SRC/docs/BENCHMARKS.md" <<'PY'
+import os, re, sys
+template, outputs, target = sys.argv[1:]
+def sub(m):
+    with open(os.path.join(outputs, m.group(1))) as f:
+        return f.read().rstrip("\n")
+text = re.sub(r"^@@([A-Z0-9]+)@@$", sub, open(template).read(), flags=re.M)
+open(target, "w").write(text)
+PY
+echo "bench/run.sh: wrote docs/BENCHMARKS.md" >&2

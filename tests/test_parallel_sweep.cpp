@@ -1,0 +1,69 @@
+// A sweep's points simulated on several threads (ppsim compare) give what a loop gives, in order,
+// in any thread count; a failing point's exception is the one a loop would have met first.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ppsim/config/parallel_for.hpp"
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/config/sweep.hpp"
+#include "ppsim/sim/analysis.hpp"
+#include "ppsim/viz/json_report.hpp"
+
+using namespace ppsim;
+
+TEST_CASE("parallel_for: every index once; the smallest failing index's exception",
+          "[parallel][sweep]") {
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    INFO("threads " << threads);
+    std::vector<int> hits(100, 0);
+    config::parallel_for(
+        hits.size(), threads, [&](std::size_t i) { ++hits[i]; }, [](std::size_t) {});
+    CHECK(hits == std::vector<int>(100, 1));
+
+    std::vector<int> none;
+    config::parallel_for(
+        0, threads, [&](std::size_t) { none.push_back(1); }, [](std::size_t) {});
+    CHECK(none.empty());
+
+    // Indices 7 and 30 fail: a loop stops at 7, so 7's message must come out whatever ran.
+    try {
+      config::parallel_for(
+          40, threads,
+          [](std::size_t i) {
+            if (i == 7 || i == 30) throw std::runtime_error("point " + std::to_string(i));
+          },
+          [](std::size_t) {});
+      FAIL("no exception");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "point 7");
+    }
+  }
+}
+
+TEST_CASE("parallel sweep: the same run records as a loop, in any thread count",
+          "[parallel][sweep]") {
+  const config::Config base = config::parse_config(nlohmann::json::parse(R"({
+    "name": "base",
+    "schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
+    "costs": {"forward": 1.0, "backward_input": 1.0, "backward_weight": 1.5},
+    "comm": {"style": "async", "latency": 0.1},
+    "memory": {"activation_bytes": 1000, "static_bytes": 600}
+  })"),
+                                                   "base.json");
+  const auto points =
+      config::sweep(base, {{"gpipe", "1f1b", "interleaved-1f1b"}, {4, 8, 12}, {2, 3}});
+  REQUIRE(points.size() >= 9);
+  std::vector<std::string> serial;
+  for (const auto& p : points) serial.push_back(viz::to_json(sim::analyze(p)).dump());
+  for (unsigned threads : {2u, 4u}) {
+    std::vector<std::string> parallel(points.size());
+    config::parallel_for(
+        points.size(), threads,
+        [&](std::size_t i) { parallel[i] = viz::to_json(sim::analyze(points[i])).dump(); },
+        [](std::size_t) {});
+    CHECK(parallel == serial);
+  }
+}
