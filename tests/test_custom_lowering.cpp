@@ -85,6 +85,22 @@ TEST_CASE("custom op lists of compute ops only are lowered by comm.style, as a g
   }
 }
 
+TEST_CASE("a compute-only custom list keeps its IDLE ranks through lowering",
+          "[custom_lowering][config]") {
+  for (const auto& lowering : test::all_lowerings()) {
+    INFO(test::describe(lowering));
+    const json j = {{"schedule", {{"kind", "custom"}, {"ops", {"0F0,0B0", "IDLE", "IDLE"}}}},
+                    {"comm", comm_of(lowering)}};
+    const schedules::Program compute =
+        schedules::Program::parse("0F0,0B0\nIDLE\nIDLE\n", schedules::Routes{});
+    if (!test::accepts(lowering, compute)) continue;
+    const config::Prepared p = config::prepare(config::parse_config(j, "idle.json"));
+    REQUIRE(p.program->ranks() == 3);
+    CHECK(p.program->ops(1).empty());
+    CHECK(p.program->ops(2).empty());
+  }
+}
+
 TEST_CASE("custom op lists that write communication run as written; comm.style is refused",
           "[custom_lowering][config]") {
   const json j = {

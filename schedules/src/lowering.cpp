@@ -69,6 +69,7 @@ Program lower(const Program& compute, const LoweringOptions& options) {
     if (auto error = style->refuses(compute, params)) throw *error;
   if (style->lower_program) return style->lower_program(compute, options, params);
   Program out(compute.microbatches(), compute.placement(), compute.routes());
+  out.ensure_ranks(compute.ranks());
   for (int r = 0; r < compute.ranks(); ++r) {
     out.reserve(r, compute.ops(r).size() * 4);
     RankLowering l(compute, out, r, params);

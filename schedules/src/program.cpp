@@ -347,11 +347,7 @@ Program Program::parse(std::string_view text, Routes routes) {
   }
   // A rank that owns no stage still needs to exist in the program.
   Program program(max_mb + 1, std::move(placement), std::move(routes));
-  if (program.ranks() < static_cast<int>(lines.size())) {
-    program.ops_.resize(lines.size());
-    program.wait_pool_.resize(lines.size());
-    program.part_pool_.resize(lines.size());
-  }
+  program.ensure_ranks(static_cast<int>(lines.size()));
   for (std::size_t r = 0; r < lines.size(); ++r) {
     for (auto& p : lines[r].ops) {
       if (p.op.kind == OpKind::WAIT) {
@@ -364,6 +360,14 @@ Program Program::parse(std::string_view text, Routes routes) {
     }
   }
   return program;
+}
+
+void Program::ensure_ranks(int ranks) {
+  if (this->ranks() >= ranks) return;
+  const auto n = static_cast<std::size_t>(ranks);
+  ops_.resize(n);
+  wait_pool_.resize(n);
+  part_pool_.resize(n);
 }
 
 }  // namespace ppsim::schedules

@@ -282,6 +282,7 @@ std::string write_torch_csv(const Program& program, TorchCsvForm form,
 Program torch_runtime(const Program& comms) {
   const Semantics sem(comms);
   Program out(comms.microbatches(), comms.placement(), comms.routes());
+  out.ensure_ranks(comms.ranks());
   auto key = [](const Op& op) {
     return (static_cast<std::uint64_t>(op.kind) << 60) |
            (static_cast<std::uint64_t>(op.stage) << 30) | static_cast<std::uint64_t>(op.microbatch);

@@ -58,6 +58,8 @@ class Program {
   static Program parse(std::string_view text, Routes routes = {});
 
   void reserve(int rank, std::size_t n) { ops(rank).reserve(n); }
+  // At least `ranks` ranks: a rank that owns no stage (IDLE in the text form) still exists.
+  void ensure_ranks(int ranks);
 
  private:
   int microbatches_ = 0;
