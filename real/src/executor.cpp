@@ -89,7 +89,7 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
 
   // Before any rank thread exists: if either throws, there is nothing to stop.
   const TransportContext tc{p, sem, prepared.model.network, s.time_scale, run.clock};
-  const ComputeContext cc{p, prepared.model, s.time_scale, run.clock, run.cancel};
+  const ComputeContext cc{prepared.config, p, prepared.model, s.time_scale, run.clock, run.cancel};
   transport.begin(tc);
   compute.begin(cc);
   // Every thread waits at the gate, so that the clock starts when all of them can run.
@@ -213,6 +213,8 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
     pick = order[(order.size() - 1) / 2];
   }
   Iteration& it = kept[pick];
+  ex.notes = transport->report();
+  for (auto& line : compute->report()) ex.notes.push_back(std::move(line));
   ex.outcome = it.outcome;
   ex.failure = it.failure;
   for (const auto& k : kept) ex.real_peak_bytes = std::max(ex.real_peak_bytes, k.real_peak);
