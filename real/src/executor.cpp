@@ -90,8 +90,13 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
   // Before any rank thread exists: if either throws, there is nothing to stop.
   const TransportContext tc{p, sem, prepared.model.network, s.time_scale, run.clock};
   const ComputeContext cc{prepared.config, p, prepared.model, s.time_scale, run.clock, run.cancel};
-  transport.begin(tc);
-  compute.begin(cc);
+  try {
+    transport.begin(tc);
+    compute.begin(cc);
+  } catch (const config::ConfigError& e) {  // a transport names the key, not the file
+    if (!e.source().empty()) throw;
+    throw config::ConfigError(prepared.config.source, e.key(), e.message());
+  }
   // Every thread waits at the gate, so that the clock starts when all of them can run.
   std::latch gate(1);
   std::vector<std::jthread> threads;

@@ -64,7 +64,7 @@ class CudaTransport final : public Transport {
       throw config::ConfigError(
           "", "comm.eager_limit",
           "the cuda transport is rendezvous only (a send completes when its transfer has); set "
-          "comm.eager_limit below network.boundary_bytes or use --backend host");
+          "comm.eager_limit below comm.boundary_bytes or use --backend host");
     GpuRuntime::instance().layout(R_, true);
     fifo_ = c.network.matching == config::Matching::fifo;
     bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));

@@ -70,7 +70,7 @@ class NcclTransport final : public Transport {
     if (c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit)
       throw config::ConfigError("", "comm.eager_limit",
                                 "the nccl transport is rendezvous only; set comm.eager_limit "
-                                "below network.boundary_bytes or use --backend host");
+                                "below comm.boundary_bytes or use --backend host");
     rt.layout(R_, false);
     bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
     if (static_cast<int>(comms_.size()) != R_) {
