@@ -24,7 +24,7 @@ def load(folder, name):
     except (OSError, ValueError):
         j = None
     code = open(os.path.join(folder, name + ".code")).read().strip()
-    err = open(os.path.join(folder, name + ".err")).read().strip()
+    err = " ".join(open(os.path.join(folder, name + ".err")).read().split())
     return j, int(code), err
 
 
@@ -110,7 +110,7 @@ def main():
     j, code, err = load(a.folder, "nccl-too-few-gpus")
     refused = code == 4 and "use --backend cuda" in err
     ok = ok and refused
-    doc += ["", f"`nccl` with more ranks than GPUs: exit {code}, `{err.splitlines()[-1] if err else ''}`"
+    doc += ["", f"`nccl` with more ranks than GPUs: exit {code}, `{err[:300]}`"
             f" ({'pass' if refused else 'FAIL'}).", ""]
     try:
         ctest = open(os.path.join(a.folder, "ctest.txt")).read()

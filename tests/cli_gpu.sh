@@ -30,9 +30,12 @@ JSON
 
 config good '{"hidden": 1024, "sequence_length": 2048, "layers": 2}'
 expect 0 run "$tmp/good.json"
-config typo '{"hidden": 1024, "sequence_lenght": 2048}'
+config typo '{"hidden": 1024, "sequence_length": 2048, "micro_batchsize": 2}'
 expect 2 run "$tmp/typo.json"
-contains "key 'model.sequence_lenght'"
+contains "key 'model.micro_batchsize'"
+config noseq '{"hidden": 1024, "sequence_lenght": 2048}'
+expect 2 run "$tmp/noseq.json"
+contains "key 'model.sequence_length': is required"
 config nohidden '{"sequence_length": 2048}'
 expect 2 check "$tmp/nohidden.json"
 contains "key 'model.hidden'"
@@ -61,6 +64,10 @@ else
     # machine, reported before the device is looked for.
     expect 2 real "$SRC/configs/1f1b.json" --compute cuda --time-scale 0
     contains "key 'model'"
+    # Eager sends: the GPU transports are rendezvous only; the flag that asked is named.
+    expect 2 real "$SRC/configs/1f1b.json" --backend cuda --time-scale 0 \
+      --set comm.eager_limit=8388608
+    contains "--set comm.eager_limit=8388608: key 'comm.eager_limit': the cuda transport is rendezvous only"
   fi
 fi
 exit $fail

@@ -95,7 +95,7 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
     compute.begin(cc);
   } catch (const config::ConfigError& e) {  // a transport names the key, not the file
     if (!e.source().empty()) throw;
-    throw config::ConfigError(prepared.config.source, e.key(), e.message());
+    throw config::ConfigError(prepared.config.source_of(e.key()), e.key(), e.message());
   }
   // Every thread waits at the gate, so that the clock starts when all of them can run.
   std::latch gate(1);
