@@ -168,8 +168,10 @@ TEST_CASE("stash peaks equal the simulator's peak memory when stashes are all it
   for (const char* name : {"1f1b.json", "gpipe.json", "interleaved-1f1b.json",
                            "1f1b-async-send.json", "1f1b-batched.json"}) {
     INFO(name);
-    auto c = config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/" + name,
-                                 {"comm.boundary_bytes=0", "memory.static_bytes=0"});
+    auto c = config::load_config(
+        std::string(PPSIM_SOURCE_DIR) + "/configs/" + name,
+        {"comm.boundary_bytes=0", "memory.static_bytes=0", "memory.activation_bytes=3000000",
+         "memory.weight_stash_bytes=1000000"});
     const auto prepared = config::prepare(c);
     const auto run = sim::analyze(prepared);
     REQUIRE(run.metrics);
