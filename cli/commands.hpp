@@ -17,6 +17,8 @@ namespace ppsim::cli {
 constexpr int kOk = 0, kWrong = 1, kBadInput = 2;
 // `real` only: a rank failed (threw), and the run was interrupted (SIGINT/SIGTERM, 128 + 2).
 constexpr int kRankFailed = 3, kInterrupted = 130;
+// `real` only: the GPU backend asked for cannot run on this machine (no driver, device or GPUs).
+constexpr int kNoDevice = 4;
 
 // A bad command-line value found after parsing (exit 2); what() names the option.
 class UsageError : public std::runtime_error {

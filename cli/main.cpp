@@ -5,7 +5,11 @@
 #include "commands.hpp"
 #include "messages.hpp"
 #include "output_file.hpp"
+#include "ppsim/real/mlp_model.hpp"
 #include "ppsim/real/settings.hpp"
+#ifdef PPSIM_WITH_GPU
+#include "ppsim/real/gpu/backends.hpp"
+#endif
 
 namespace {
 
@@ -203,8 +207,12 @@ int run_cli(int argc, char** argv) {
               << real_options.report_file << "'\n";
     return kBadInput;
   }
-  // Configs may carry the executor's `real` section whatever the subcommand.
+  // Configs may carry the executor's `real` and `model` sections whatever the subcommand.
+#ifdef PPSIM_WITH_GPU
+  ppsim::real::gpu::register_backends();  // before the `real` section checks backend names
+#endif
   ppsim::real::register_settings_section();
+  ppsim::real::register_model_section();
   if (*run) return cmd_run(config, run_out, common);
   if (*real_sub) return cmd_real(config, real_options, common);
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);

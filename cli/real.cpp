@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "output_file.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/comparison.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/executor.hpp"
@@ -96,6 +97,12 @@ std::string names_of(const Registry& registry) {
 // The command line's values over the config's `real` section.
 void apply_options(real::Settings& s, const RealOptions& o) {
   if (o.backend) {
+    if ((*o.backend == "cuda" || *o.backend == "nccl") &&
+        !real::TransportRegistry::instance().find(*o.backend))
+      throw real::BackendUnavailable(fmt::format(
+          "--backend {}: this ppsim was built without CUDA and NCCL (they were not found when it "
+          "was configured); rebuild where /usr/local/cuda has them",
+          *o.backend));
     if (!real::TransportRegistry::instance().find(*o.backend))
       throw UsageError(fmt::format("--backend: unknown backend '{}'; expected one of {}",
                                    excerpt(*o.backend, 80),
@@ -103,6 +110,10 @@ void apply_options(real::Settings& s, const RealOptions& o) {
     s.backend = *o.backend;
   }
   if (o.compute) {
+    if (*o.compute == "cuda" && !real::ComputeRegistry::instance().find(*o.compute))
+      throw real::BackendUnavailable(
+          "--compute cuda: this ppsim was built without CUDA (it was not found when it was "
+          "configured); rebuild where /usr/local/cuda has it");
     if (!real::ComputeRegistry::instance().find(*o.compute))
       throw UsageError(fmt::format("--compute: unknown compute '{}'; expected one of {}",
                                    excerpt(*o.compute, 80),
@@ -312,6 +323,7 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
   if (run.real_peak_bytes > 0)
     out += fmt::format("  real memory      {} at most on one rank\n",
                        viz::human_bytes(run.real_peak_bytes));
+  for (const auto& line : run.notes) out += fmt::format("  {}\n", line);
   if (run.outcome == real::Outcome::hang && run.record.deadlock) {
     out += fmt::format("\nobserved hang (watchdog after {:g} s without progress):\n{}\n",
                        s.hang_timeout, run.record.deadlock->describe());
@@ -328,10 +340,27 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
   return out;
 }
 
+int real_body(const std::string& path, const RealOptions& o, const CommonOptions& common);
+
 }  // namespace
 
 int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions& common) {
+  // A GPU backend that cannot run here (no driver, no device, too few GPUs) is neither bad input
+  // nor a wrong schedule: its own exit code, and the message says what to do instead.
   return run_guarded(path, [&] {
+    try {
+      return real_body(path, o, common);
+    } catch (const real::BackendUnavailable& e) {
+      std::cerr << "ppsim: error: " << path << ": " << e.what() << "\n";
+      return kNoDevice;
+    }
+  });
+}
+
+namespace {
+
+int real_body(const std::string& path, const RealOptions& o, const CommonOptions& common) {
+  {
     real::register_settings_section();
     config::Config cfg = config::load_config(path, common.overrides);
     real::Settings settings = real::settings_of(cfg);
@@ -420,6 +449,7 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
       j["comparison"]["memory_peaks_fixed_by_program_order"] = peaks.memory_fixed;
       j["iteration_makespans"] = run.makespans;
       j["real_peak_bytes"] = run.real_peak_bytes;
+      if (!run.notes.empty()) j["backend_notes"] = run.notes;
       j["disagreement"] =
           disagreement.empty() ? nlohmann::json(nullptr) : nlohmann::json(disagreement);
       j["exit_code"] = code;
@@ -438,7 +468,9 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
       std::cerr << "ppsim: " << path << ": interrupted; every rank stopped"
                 << (trace && run.record.trace ? ", partial trace written" : "") << "\n";
     return code;
-  });
+  }
 }
+
+}  // namespace
 
 }  // namespace ppsim::cli

@@ -89,9 +89,14 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
 
   // Before any rank thread exists: if either throws, there is nothing to stop.
   const TransportContext tc{p, sem, prepared.model.network, s.time_scale, run.clock};
-  const ComputeContext cc{p, prepared.model, s.time_scale, run.clock, run.cancel};
-  transport.begin(tc);
-  compute.begin(cc);
+  const ComputeContext cc{prepared.config, p, prepared.model, s.time_scale, run.clock, run.cancel};
+  try {
+    transport.begin(tc);
+    compute.begin(cc);
+  } catch (const config::ConfigError& e) {  // a transport names the key, not the file
+    if (!e.source().empty()) throw;
+    throw config::ConfigError(prepared.config.source_of(e.key()), e.key(), e.message());
+  }
   // Every thread waits at the gate, so that the clock starts when all of them can run.
   std::latch gate(1);
   std::vector<std::jthread> threads;
@@ -213,6 +218,8 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
     pick = order[(order.size() - 1) / 2];
   }
   Iteration& it = kept[pick];
+  ex.notes = transport->report();
+  for (auto& line : compute->report()) ex.notes.push_back(std::move(line));
   ex.outcome = it.outcome;
   ex.failure = it.failure;
   for (const auto& k : kept) ex.real_peak_bytes = std::max(ex.real_peak_bytes, k.real_peak);

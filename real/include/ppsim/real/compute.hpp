@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ppsim/config/config.hpp"
 #include "ppsim/config/model.hpp"
 #include "ppsim/real/buffer.hpp"
 #include "ppsim/real/clock.hpp"
@@ -18,6 +19,7 @@
 namespace ppsim::real {
 
 struct ComputeContext {
+  const config::Config& config;  // its registered sections (the GPU compute reads `model`)
   const schedules::Program& program;
   const config::Model& model;
   double time_scale;  // seconds of wall clock per time unit; 0: as fast as possible
@@ -35,6 +37,8 @@ class Compute {
   // may throw (the executor stops the run cleanly and reports the rank and op).
   virtual void run(int rank, const schedules::Op& op, double start, double duration,
                    std::span<Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
+  // Lines about the last run for the report (a GPU compute: device memory, issue gaps).
+  virtual std::vector<std::string> report() const { return {}; }
 };
 
 struct ComputeInfo {

@@ -28,6 +28,7 @@ struct Execution {
   std::vector<double> makespans;     // of each measured iteration, time units
   std::int64_t real_peak_bytes = 0;  // the most real bytes any rank held
   double memory_scale = 1;           // the scale used
+  std::vector<std::string> notes;    // the transport's and the compute's report lines
 };
 
 struct ExecOptions {

@@ -48,6 +48,8 @@ class Transport {
   // Every rank has returned: transfers still queued are dropped, and every request and buffer the
   // transport holds is let go (their ranks' allocators are about to go).
   virtual void end() = 0;
+  // Lines about the last run for the report (a GPU transport: the device, SM partitioning).
+  virtual std::vector<std::string> report() const { return {}; }
 
   // Blocking send and receive: post, then wait.
   bool send_recv(int rank, int pos, const schedules::Op& op, std::shared_ptr<Buffer> buffer,

@@ -1,0 +1,291 @@
+// `cuda` compute: each F / I / W runs the cuBLAS GEMMs of a transformer MLP block (the `model`
+// section; mlp_model.hpp) on the rank's stream, B runs I's then W's, and the op returns when the
+// GPU has finished them, so its span is the real duration. Activation stashes are real device
+// allocations of the modelled size from the rank's memory pool, whose high-water mark is the
+// measured peak. Between two consecutive compute ops of a rank it measures the GPU's idle gap:
+// what issuing one op after the other costs (host wake-up, bookkeeping, launch).
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <thread>
+#include <utility>
+
+#include "gpu_runtime.hpp"
+#include "ppsim/config/error.hpp"
+#include "ppsim/real/compute.hpp"
+#include "ppsim/real/gpu/checks.hpp"
+#include "ppsim/real/mlp_model.hpp"
+#include "ppsim/schedules/semantics.hpp"
+#include "ppsim/viz/human_bytes.hpp"
+
+namespace ppsim::real::gpu {
+
+namespace {
+
+using schedules::OpKind;
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+struct RankState {
+  // Operands, row-major: X, Y (= dY), dX [t, h]; A, dA [t, f]; W1, dW1 [h, f]; W2, dW2 [f, h].
+  void *x = nullptr, *y = nullptr, *dx = nullptr, *a = nullptr, *da = nullptr;
+  void *w1 = nullptr, *dw1 = nullptr, *w2 = nullptr, *dw2 = nullptr;
+  std::map<std::pair<int, int>, std::pair<void*, std::int64_t>> stashes;  // (stage, mb)
+  std::int64_t live = 0, peak = 0;
+  std::size_t count_at_peak = 0;
+  cudaEvent_t begin_ev = nullptr, end_ev = nullptr, prev_end = nullptr;
+  int prev_pos = -2;
+  std::vector<double> gaps_us;                 // GPU idle between consecutive compute ops
+  std::map<OpKind, std::vector<double>> busy;  // GPU ms per op, by kind
+};
+
+class CudaCompute final : public Compute {
+ public:
+  ~CudaCompute() override { free_all(); }
+
+  void begin(const ComputeContext& c) override {
+    ctx_.emplace(c);
+    const auto model = mlp_model_of(c.config);
+    if (!model)
+      throw config::ConfigError(c.config.source, "model",
+                                "the cuda compute runs the GEMMs of a `model` section: add one, "
+                                "e.g. \"model\": {\"hidden\": 2048, \"sequence_length\": 4096}");
+    for (int r = 0; r < c.program.ranks(); ++r)
+      for (const auto& op : c.program.ops(r))
+        if (schedules::is_compute(op.kind) &&
+            (schedules::is_composite(op.kind) || !(op.kind == OpKind::F || op.kind == OpKind::B ||
+                                                   op.kind == OpKind::I || op.kind == OpKind::W)))
+          throw config::ConfigError(
+              c.config.source, "schedule",
+              fmt::format("the cuda compute runs plain F, B, I and W ops; rank {} has {}", r,
+                          c.program.op_text(r, op)));
+    GpuRuntime& rt = GpuRuntime::instance();
+    rt.ensure_layout(c.program.ranks());
+    if (!model_ || model_->hidden != model->hidden || model_->ffn_hidden != model->ffn_hidden ||
+        model_->tokens() != model->tokens() || model_->dtype != model->dtype ||
+        static_cast<int>(ranks_.size()) != c.program.ranks())
+      allocate(*model, c.program.ranks());
+    model_ = model;
+    predicted_ = stash_peaks(c.program, c.model.memory);
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      RankState& s = ranks_[r];
+      rt.bind(static_cast<int>(r));
+      RankGpu& g = rt.rank(static_cast<int>(r));
+      CUDA_CHECK(cudaStreamSynchronize(g.stream));
+      for (auto& [cell, p] : s.stashes) CUDA_CHECK(cudaFreeAsync(p.first, g.stream));
+      CUDA_CHECK(cudaStreamSynchronize(g.stream));
+      s.stashes.clear();
+      s.live = s.peak = 0;
+      s.count_at_peak = 0;
+      s.prev_pos = -2;
+      s.gaps_us.clear();
+      s.busy.clear();
+      std::uint64_t zero = 0;
+      CUDA_CHECK(cudaMemPoolSetAttribute(g.pool, cudaMemPoolAttrUsedMemHigh, &zero));
+    }
+  }
+
+  void run(int rank, const schedules::Op& op, double, double, std::span<Buffer* const>,
+           std::span<Buffer* const>) override {
+    GpuRuntime& rt = GpuRuntime::instance();
+    rt.bind(rank);
+    RankGpu& g = rt.rank(rank);
+    RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    const auto ops = ctx_->program.ops(rank);
+    const int pos = (&op >= ops.data() && &op < ops.data() + ops.size())
+                        ? static_cast<int>(&op - ops.data())
+                        : -1;
+    const auto& mem = ctx_->model.memory;
+    const std::pair<int, int> cell{op.stage, op.microbatch};
+    if (op.kind == OpKind::F) stash_take(s, g, cell, mem.activation_bytes);
+    CUDA_CHECK(cudaEventRecord(s.begin_ev, g.stream));
+    for (int layer = 0; layer < model_->layers; ++layer) gemms(s, g, op.kind);
+    CUDA_CHECK(cudaEventRecord(s.end_ev, g.stream));
+    switch (schedules::Semantics::stash_effect(op.kind)) {
+      case schedules::Semantics::Stash::keep_weights:
+        if (s.stashes.count(cell)) {
+          stash_drop(s, g, cell);
+          stash_take(s, g, cell, mem.weight_stash_bytes);
+        }
+        break;
+      case schedules::Semantics::Stash::release:
+      case schedules::Semantics::Stash::release_weights:
+        stash_drop(s, g, cell);
+        break;
+      default:
+        break;
+    }
+    // Polled, not synchronized: a stopped run is not held up, and the wake-up is prompt.
+    while (true) {
+      const cudaError_t e = cudaEventQuery(s.end_ev);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady) CUDA_CHECK(e);
+      if (ctx_->cancel.load(std::memory_order_relaxed)) return;
+      std::this_thread::yield();
+    }
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, s.begin_ev, s.end_ev));
+    s.busy[op.kind].push_back(ms);
+    if (pos >= 0 && pos == s.prev_pos + 1) {
+      float gap = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&gap, s.prev_end, s.begin_ev));
+      s.gaps_us.push_back(static_cast<double>(gap) * 1e3);
+    }
+    std::swap(s.prev_end, s.end_ev);
+    s.prev_pos = pos;
+  }
+
+  std::vector<std::string> report() const override {
+    std::vector<std::string> out;
+    if (ranks_.empty()) return out;
+    GpuRuntime& rt = GpuRuntime::instance();
+    out.push_back(fmt::format("gpu              {}; {}", describe_device(rt.rank(0).device),
+                              rt.partition_note()));
+    out.push_back(
+        fmt::format("model            {} layer(s) of h={} f={} tokens={} {}: {:.3g} "
+                    "GFLOP per F, I or W",
+                    model_->layers, model_->hidden, model_->ffn_hidden, model_->tokens(),
+                    model_->dtype, flops_of(OpKind::F, *model_) / 1e9));
+    std::map<OpKind, std::vector<double>> busy;
+    std::vector<double> gaps;
+    bool equal = true;
+    std::string peaks;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      const RankState& s = ranks_[r];
+      for (const auto& [k, v] : s.busy) busy[k].insert(busy[k].end(), v.begin(), v.end());
+      gaps.insert(gaps.end(), s.gaps_us.begin(), s.gaps_us.end());
+      std::uint64_t high = 0;
+      (void)cudaMemPoolGetAttribute(rt.rank(static_cast<int>(r)).pool, cudaMemPoolAttrUsedMemHigh,
+                                    &high);
+      const std::int64_t want = r < predicted_.size() ? predicted_[r] : 0;
+      // The pool rounds each allocation up to its granularity (2 MiB).
+      const auto slack = static_cast<std::int64_t>(s.count_at_peak) * (2 << 20);
+      const auto got = static_cast<std::int64_t>(high);
+      equal = equal && got >= want && got <= want + slack;
+      peaks += fmt::format("{}{}: {} / {}", peaks.empty() ? "" : ", ", r, viz::human_bytes(got),
+                           viz::human_bytes(want));
+    }
+    out.push_back(fmt::format("device stashes   measured / predicted peak per rank: {}", peaks));
+    out.push_back(fmt::format("stash peaks equal {} (within the pool's 2 MiB granularity)",
+                              equal ? "yes" : "NO"));
+    std::string ops;
+    for (const auto& [k, v] : busy) {
+      const double med = percentile(v, 0.5);
+      ops += fmt::format("{}{} {:.3f} ms ({:.0f} TFLOP/s)", ops.empty() ? "" : ", ",
+                         schedules::to_string(k), med,
+                         med > 0 ? flops_of(k, *model_) / (med * 1e-3) / 1e12 : 0.0);
+    }
+    out.push_back("gpu op median    " + ops);
+    out.push_back(fmt::format(
+        "issue gap        median {:.1f} us, p95 {:.1f} us over {} consecutive compute ops "
+        "(GPU idle between them; target < 20 us)",
+        percentile(gaps, 0.5), percentile(gaps, 0.95), gaps.size()));
+    return out;
+  }
+
+ private:
+  void allocate(const MlpModel& m, int ranks) {
+    free_all();
+    GpuRuntime& rt = GpuRuntime::instance();
+    ranks_.resize(static_cast<std::size_t>(ranks));
+    const auto e = static_cast<std::size_t>(m.dtype_bytes());
+    const auto t = static_cast<std::size_t>(m.tokens()), h = static_cast<std::size_t>(m.hidden),
+               f = static_cast<std::size_t>(m.ffn_hidden);
+    for (int r = 0; r < ranks; ++r) {
+      rt.bind(r);
+      RankGpu& g = rt.rank(r);
+      RankState& s = ranks_[static_cast<std::size_t>(r)];
+      for (void** p : {&s.x, &s.y, &s.dx}) CUDA_CHECK(cudaMalloc(p, t * h * e));
+      for (void** p : {&s.a, &s.da}) CUDA_CHECK(cudaMalloc(p, t * f * e));
+      for (void** p : {&s.w1, &s.dw1, &s.w2, &s.dw2}) CUDA_CHECK(cudaMalloc(p, h * f * e));
+      // Zeros: finite values, so no op is slowed by NaN or denormal handling.
+      for (void* p : {s.x, s.y, s.dx}) CUDA_CHECK(cudaMemset(p, 0, t * h * e));
+      for (void* p : {s.a, s.da}) CUDA_CHECK(cudaMemset(p, 0, t * f * e));
+      for (void* p : {s.w1, s.dw1, s.w2, s.dw2}) CUDA_CHECK(cudaMemset(p, 0, h * f * e));
+      for (cudaEvent_t* ev : {&s.begin_ev, &s.end_ev, &s.prev_end}) CUDA_CHECK(cudaEventCreate(ev));
+      if (!g.cublas) CUBLAS_CHECK(cublasCreate(&g.cublas));
+      CUBLAS_CHECK(cublasSetStream(g.cublas, g.stream));
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  void free_all() {
+    for (auto& s : ranks_) {
+      for (void* p : {s.x, s.y, s.dx, s.a, s.da, s.w1, s.dw1, s.w2, s.dw2})
+        if (p) (void)cudaFree(p);
+      for (cudaEvent_t ev : {s.begin_ev, s.end_ev, s.prev_end})
+        if (ev) (void)cudaEventDestroy(ev);
+    }
+    ranks_.clear();
+  }
+
+  void stash_take(RankState& s, RankGpu& g, std::pair<int, int> cell, std::int64_t bytes) {
+    if (bytes <= 0) return;
+    void* p = nullptr;
+    CUDA_CHECK(cudaMallocFromPoolAsync(&p, static_cast<std::size_t>(bytes), g.pool, g.stream));
+    s.stashes[cell] = {p, bytes};
+    s.live += bytes;
+    if (s.live > s.peak) {
+      s.peak = s.live;
+      s.count_at_peak = s.stashes.size();
+    }
+  }
+  void stash_drop(RankState& s, RankGpu& g, std::pair<int, int> cell) {
+    const auto it = s.stashes.find(cell);
+    if (it == s.stashes.end()) return;
+    CUDA_CHECK(cudaFreeAsync(it->second.first, g.stream));
+    s.live -= it->second.second;
+    s.stashes.erase(it);
+  }
+
+  void gemms(RankState& s, RankGpu& g, OpKind kind) {
+    struct Operands {
+      void *a, *b, *c;
+    };
+    std::vector<Operands> ops;
+    const std::vector<Operands> fwd = {{s.x, s.w1, s.a}, {s.a, s.w2, s.y}};
+    const std::vector<Operands> inp = {{s.y, s.w2, s.da}, {s.da, s.w1, s.dx}};
+    const std::vector<Operands> wgt = {{s.a, s.y, s.dw2}, {s.x, s.da, s.dw1}};
+    if (kind == OpKind::F) ops = fwd;
+    if (kind == OpKind::I || kind == OpKind::B) ops = inp;
+    if (kind == OpKind::W || kind == OpKind::B) ops.insert(ops.end(), wgt.begin(), wgt.end());
+    const auto shapes = gemms_of(kind, *model_);
+    const cudaDataType_t type = model_->dtype == "fp32"   ? CUDA_R_32F
+                                : model_->dtype == "fp16" ? CUDA_R_16F
+                                                          : CUDA_R_16BF;
+    const float alpha = 1, beta = 0;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Gemm& m = shapes[i];
+      const Operands& o = ops[i];
+      // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+      const int M = static_cast<int>(m.m), N = static_cast<int>(m.n), K = static_cast<int>(m.k);
+      CUBLAS_CHECK(cublasGemmEx(g.cublas, m.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                m.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, o.b, type,
+                                m.trans_b ? K : N, o.a, type, m.trans_a ? M : K, &beta, o.c, type,
+                                N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+  }
+
+  std::optional<ComputeContext> ctx_;
+  std::optional<MlpModel> model_;
+  std::vector<RankState> ranks_;
+  std::vector<std::int64_t> predicted_;
+};
+
+}  // namespace
+
+void register_cuda_compute(ComputeRegistry& registry) {
+  registry.add({"cuda",
+                "each op runs the cuBLAS GEMMs of the `model` section's MLP block on the GPU",
+                [] { return std::make_unique<CudaCompute>(); }});
+}
+
+}  // namespace ppsim::real::gpu

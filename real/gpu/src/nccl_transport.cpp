@@ -1,0 +1,374 @@
+// `nccl` transport: one GPU per rank, ranks are threads of this process (one communicator per
+// GPU, ncclCommInitAll). A send or receive is ncclSend / ncclRecv on the rank's communication
+// stream, after an event on its compute stream (a send's data is there). A run of consecutive
+// asynchronous sends and receives of a rank is one batch: one NCCL group, issued when the first
+// of them is posted. NCCL matches by order per pair of ranks, so the host keeps the same fifo
+// order: the payload stamped in the host buffers follows NCCL's matching, and a receive that gets
+// another tensor's message is reported (message_order_mismatch), as the simulator's `fifo` check
+// predicts. A wait blocks the rank until the group's event has completed (the simulator's WAIT),
+// so whatever the rank issues next is ordered after the transfer. abort() calls ncclCommAbort on
+// every communicator, so that a hung NCCL kernel ends; they are made again for the next run.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "gpu_runtime.hpp"
+#include "ppsim/config/error.hpp"
+#include "ppsim/real/backend_error.hpp"
+#include "ppsim/real/gpu/checks.hpp"
+#include "ppsim/real/transport.hpp"
+
+namespace ppsim::real::gpu {
+
+namespace {
+
+using schedules::Op;
+
+struct Group;
+
+struct Entry {  // one issued ncclSend / ncclRecv
+  RequestPtr req;
+  void* device = nullptr;
+  std::shared_ptr<Group> group;
+  std::shared_ptr<Entry> peer;  // the op NCCL matches it with (fifo per pair)
+  bool attached = false;        // post() has given it its host buffer
+};
+using EntryPtr = std::shared_ptr<Entry>;
+
+struct Group {  // what one ncclGroupStart/End issued, and its event on the comm stream
+  int rank = 0;
+  std::vector<EntryPtr> entries;
+  cudaEvent_t done = nullptr;
+  double start = 0;
+  bool complete = false;
+};
+
+class NcclTransport final : public Transport {
+ public:
+  ~NcclTransport() override {
+    stop_progress();
+    destroy_comms(false);
+  }
+
+  void begin(const TransportContext& c) override {
+    stop_progress();
+    ctx_.emplace(c);
+    R_ = c.program.ranks();
+    GpuRuntime& rt = GpuRuntime::instance();
+    if (rt.device_count() < R_)
+      throw BackendUnavailable(fmt::format(
+          "the nccl backend needs one GPU per rank (NCCL refuses two ranks on one GPU): the "
+          "program has {} ranks and this machine {} GPU{}; use --backend cuda to run several "
+          "ranks on one GPU",
+          R_, rt.device_count(), rt.device_count() == 1 ? "" : "s"));
+    if (c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit)
+      throw config::ConfigError("", "comm.eager_limit",
+                                "the nccl transport is rendezvous only; set comm.eager_limit "
+                                "below comm.boundary_bytes or use --backend host");
+    rt.layout(R_, false);
+    bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
+    if (static_cast<int>(comms_.size()) != R_) {
+      destroy_comms(false);
+      comms_.assign(static_cast<std::size_t>(R_), nullptr);
+      std::vector<int> devs(static_cast<std::size_t>(R_));
+      for (int r = 0; r < R_; ++r) devs[static_cast<std::size_t>(r)] = r;
+      NCCL_CHECK(ncclCommInitAll(comms_.data(), R_, devs.data()));
+      streams_.assign(static_cast<std::size_t>(R_), nullptr);
+      for (int r = 0; r < R_; ++r) {
+        CUDA_CHECK(cudaSetDevice(r));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&streams_[static_cast<std::size_t>(r)],
+                                             cudaStreamNonBlocking));
+      }
+    }
+    std::lock_guard lock(mu_);
+    issued_.assign(static_cast<std::size_t>(R_), {});
+    sends_.clear();
+    recvs_.clear();
+    groups_.clear();
+    waiting_.assign(static_cast<std::size_t>(R_), nullptr);
+    cvs_ = std::vector<std::condition_variable>(static_cast<std::size_t>(R_));
+    aborted_ = closing_ = false;
+    progress_ = std::thread([this] { progress_loop(); });
+  }
+
+  RequestPtr post(int rank, int pos, const Op& op, std::shared_ptr<Buffer> buffer) override {
+    const auto r = static_cast<std::size_t>(rank);
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = issued_[r].find(pos); it != issued_[r].end()) {  // issued with its batch
+        EntryPtr e = it->second;
+        issued_[r].erase(it);
+        e->req->buffer = std::move(buffer);
+        e->attached = true;
+        return e->req;
+      }
+    }
+    // A new batch: this op and, when it is asynchronous, the asynchronous sends and receives
+    // right after it.
+    const auto ops = ctx_->program.ops(rank);
+    std::vector<int> batch{pos};
+    if (op.async)
+      for (std::size_t i = static_cast<std::size_t>(pos) + 1;
+           i < ops.size() && schedules::is_comm(ops[i].kind) && ops[i].async; ++i)
+        batch.push_back(static_cast<int>(i));
+    GpuRuntime& rt = GpuRuntime::instance();
+    rt.bind(rank);
+    RankGpu& g = rt.rank(rank);
+    cudaStream_t cs = streams_[r];
+    cudaEvent_t ready = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(ready, g.stream));
+    CUDA_CHECK(cudaStreamWaitEvent(cs, ready, 0));
+    CUDA_CHECK(cudaEventDestroy(ready));
+    auto group = std::make_shared<Group>();
+    group->rank = rank;
+    for (int p : batch) {
+      const Op& o = ops[static_cast<std::size_t>(p)];
+      auto e = std::make_shared<Entry>();
+      e->req = std::make_shared<Request>();
+      e->req->rank = rank;
+      e->req->pos = p;
+      e->req->op = o;
+      e->req->send = schedules::is_send(o.kind);
+      e->group = group;
+      const int peer = ctx_->semantics.peer_of(o);
+      if (peer < 0 || peer == rank || peer >= R_)
+        throw HazardError("bad_comm", rank, p,
+                          fmt::format("rank {} op {}: {} has no peer on another rank", rank, p,
+                                      ctx_->program.op_text(rank, o)));
+      CUDA_CHECK(cudaMallocAsync(&e->device, bytes_, cs));
+      group->entries.push_back(e);
+    }
+    group->entries.front()->req->buffer = std::move(buffer);
+    group->entries.front()->attached = true;
+    {
+      std::lock_guard lock(mu_);
+      NCCL_CHECK(ncclGroupStart());
+      for (const EntryPtr& e : group->entries) {
+        const int peer = ctx_->semantics.peer_of(e->req->op);
+        if (e->req->send)
+          NCCL_CHECK(ncclSend(e->device, bytes_, ncclUint8, peer, comms_[r], cs));
+        else
+          NCCL_CHECK(ncclRecv(e->device, bytes_, ncclUint8, peer, comms_[r], cs));
+      }
+      NCCL_CHECK(ncclGroupEnd());
+      CUDA_CHECK(cudaEventCreateWithFlags(&group->done, cudaEventDisableTiming));
+      CUDA_CHECK(cudaEventRecord(group->done, cs));
+      group->start = ctx_->clock.now();
+      groups_.push_back(group);
+      // NCCL's matching, mirrored: in issue order per directed pair.
+      for (const EntryPtr& e : group->entries) {
+        const int peer = ctx_->semantics.peer_of(e->req->op);
+        auto& mine = e->req->send ? sends_[{rank, peer}] : recvs_[{peer, rank}];
+        auto& theirs = e->req->send ? recvs_[{rank, peer}] : sends_[{peer, rank}];
+        if (!theirs.empty()) {
+          e->peer = theirs.front();
+          theirs.front()->peer = e;
+          theirs.pop_front();
+        } else {
+          mine.push_back(e);
+        }
+        if (e->req->pos != pos) issued_[r][e->req->pos] = e;
+      }
+      progress_cv_.notify_one();
+    }
+    return group->entries.front()->req;
+  }
+
+  bool wait(int rank, std::span<const RequestPtr> requests) override {
+    std::unique_lock lock(mu_);
+    auto done = [&] {
+      for (const auto& q : requests)
+        if (!q->complete.load(std::memory_order_relaxed)) return false;
+      return true;
+    };
+    waiting_[static_cast<std::size_t>(rank)] = &requests;
+    cvs_[static_cast<std::size_t>(rank)].wait(lock, [&] { return aborted_ || done(); });
+    waiting_[static_cast<std::size_t>(rank)] = nullptr;
+    return done();
+  }
+
+  // Nothing can move: every group not complete holds an op whose peer never issued its match
+  // (NCCL's kernel for that group waits for it), or waits for such a group's peer.
+  bool quiescent() const override {
+    std::lock_guard lock(mu_);
+    for (const auto& g : groups_) {
+      if (g->complete) continue;
+      bool all_matched = true;
+      for (const auto& e : g->entries) all_matched = all_matched && e->peer;
+      if (!all_matched) continue;
+      bool peers_matched = true;
+      for (const auto& e : g->entries)
+        for (const auto& pe : e->peer->group->entries) peers_matched = peers_matched && pe->peer;
+      if (peers_matched) return false;
+    }
+    for (const auto* w : waiting_) {
+      if (w == nullptr) continue;
+      bool all = true;
+      for (const auto& q : *w) all = all && q->complete.load(std::memory_order_relaxed);
+      if (all) return false;
+    }
+    return true;
+  }
+
+  std::size_t stuck_waiters() const override {
+    std::lock_guard lock(mu_);
+    std::size_t n = 0;
+    for (const auto* w : waiting_) {
+      if (w == nullptr) continue;
+      for (const auto& q : *w)
+        if (!q->complete.load(std::memory_order_relaxed)) {
+          ++n;
+          break;
+        }
+    }
+    return n;
+  }
+
+  void abort() override {
+    std::lock_guard lock(mu_);
+    if (aborted_) return;
+    aborted_ = true;
+    // A hung NCCL kernel ends only when its communicator is aborted.
+    for (ncclComm_t c : comms_)
+      if (c) (void)ncclCommAbort(c);
+    comms_.clear();
+    for (auto& cv : cvs_) cv.notify_all();
+    progress_cv_.notify_all();
+  }
+
+  void end() override {
+    stop_progress();
+    std::lock_guard lock(mu_);
+    for (int r = 0; r < static_cast<int>(streams_.size()); ++r) {
+      (void)cudaSetDevice(r);
+      if (!aborted_) (void)cudaStreamSynchronize(streams_[static_cast<std::size_t>(r)]);
+    }
+    for (auto& g : groups_) {
+      for (auto& e : g->entries)
+        if (e->device) {
+          (void)cudaSetDevice(g->rank);
+          (void)cudaFreeAsync(e->device, streams_[static_cast<std::size_t>(g->rank)]);
+          e->device = nullptr;
+        }
+      if (g->done) (void)cudaEventDestroy(g->done);
+      g->done = nullptr;
+    }
+    groups_.clear();
+    issued_.assign(static_cast<std::size_t>(R_), {});
+    sends_.clear();
+    recvs_.clear();
+    if (aborted_) destroy_comms(true);
+  }
+
+  std::vector<std::string> report() const override {
+    int version = 0;
+    (void)ncclGetVersion(&version);
+    return {fmt::format("nccl transport   NCCL {}, {} GPUs, one per rank: {}", version, R_,
+                        describe_device(0))};
+  }
+
+ private:
+  void destroy_comms(bool aborted) {
+    if (!aborted)
+      for (ncclComm_t c : comms_)
+        if (c) (void)ncclCommDestroy(c);
+    comms_.clear();
+    for (std::size_t r = 0; r < streams_.size(); ++r) {
+      (void)cudaSetDevice(static_cast<int>(r));
+      if (streams_[r]) (void)cudaStreamDestroy(streams_[r]);
+    }
+    streams_.clear();
+  }
+
+  // A group whose event completed completes its requests (once each has its host buffer):
+  // the payload goes from the sender's host buffer to the receiver's, as NCCL matched them.
+  void progress_loop() {
+    std::unique_lock lock(mu_);
+    while (!closing_) {
+      bool busy = false;
+      for (auto& g : groups_) {
+        if (g->complete) continue;
+        busy = true;
+        (void)cudaSetDevice(g->rank);
+        const cudaError_t e = cudaEventQuery(g->done);
+        if (e == cudaErrorNotReady) continue;
+        bool attached = true;
+        for (const auto& en : g->entries) attached = attached && en->attached;
+        if (!attached) continue;
+        g->complete = true;
+        const double now = ctx_->clock.now();
+        for (const auto& en : g->entries) {
+          Request& q = *en->req;
+          if (e != cudaSuccess)
+            q.error = fmt::format("the NCCL transfer failed: {}", cudaGetErrorString(e));
+          if (!q.send && en->peer && en->peer->attached) {
+            const Buffer& src = *en->peer->req->buffer;
+            if (src.has_storage())
+              q.buffer->copy_from(src.data());
+            else
+              q.error = fmt::format("the transfer of {} reads storage already released by {}",
+                                    ctx_->program.op_text(en->peer->req->rank, en->peer->req->op),
+                                    src.released_by());
+          }
+          if (en->peer) {
+            q.peer_rank = en->peer->req->rank;
+            q.peer_pos = en->peer->req->pos;
+          }
+          q.transfer_start = g->start;
+          q.transfer_end = now;
+          q.complete.store(true, std::memory_order_release);
+          cvs_[static_cast<std::size_t>(q.rank)].notify_all();
+        }
+      }
+      if (busy && !aborted_) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      } else if (!closing_) {
+        progress_cv_.wait(lock);
+      }
+    }
+  }
+  void stop_progress() {
+    if (!progress_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      closing_ = true;
+      progress_cv_.notify_all();
+    }
+    progress_.join();
+  }
+
+  std::optional<TransportContext> ctx_;
+  int R_ = 0;
+  std::size_t bytes_ = 1;
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaStream_t> streams_;
+  mutable std::mutex mu_;
+  std::vector<std::map<int, EntryPtr>> issued_;  // per rank: batch ops not posted yet, by pos
+  std::map<std::pair<int, int>, std::deque<EntryPtr>> sends_, recvs_;  // unmatched, by (src, dst)
+  std::vector<std::shared_ptr<Group>> groups_;
+  std::vector<const std::span<const RequestPtr>*> waiting_;
+  std::vector<std::condition_variable> cvs_;
+  bool aborted_ = false, closing_ = false;
+  std::condition_variable progress_cv_;
+  std::thread progress_;
+};
+
+}  // namespace
+
+void register_nccl_transport(TransportRegistry& registry) {
+  registry.add({"nccl",
+                "one GPU per rank: ncclSend / ncclRecv, a batch of asynchronous ops as "
+                "one NCCL group",
+                [] { return std::make_unique<NcclTransport>(); }});
+}
+
+}  // namespace ppsim::real::gpu

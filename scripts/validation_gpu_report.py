@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Writes the GPU section of docs/VALIDATION.md from the runs of scripts/validate-gpu.sh.
+
+Everything from the GPU_BEGIN marker to the end of the file is replaced (scripts/validate.sh
+keeps that part when it rewrites the rest). Exit 0 when every target is met, else 1.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+GPU_BEGIN = "<!-- gpu-validation: written by scripts/validate-gpu.sh -->"
+MAKESPAN_TARGET = 0.03
+BUBBLE_TARGET = 0.02
+GAP_TARGET_US = 20.0
+
+
+def load(folder, name):
+    try:
+        with open(os.path.join(folder, name + ".json")) as f:
+            text = f.read()
+        j = json.loads(text) if text.strip() else None
+    except (OSError, ValueError):
+        j = None
+    code = open(os.path.join(folder, name + ".code")).read().strip()
+    err = " ".join(open(os.path.join(folder, name + ".err")).read().split())
+    return j, int(code), err
+
+
+def note(j, prefix):
+    for line in j.get("backend_notes", []):
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+    return ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--gpu", required=True)
+    ap.add_argument("--gpus", required=True)
+    ap.add_argument("--date", required=True)
+    ap.add_argument("--command", required=True)
+    ap.add_argument("--settings", required=True)
+    ap.add_argument("folder")
+    a = ap.parse_args()
+    names = sorted(n[:-5] for n in os.listdir(a.folder) if n.endswith(".code"))
+    ok = True
+    doc = [GPU_BEGIN, "", "## GPU: the `cuda` and `nccl` backends", "",
+           f"Measured on {a.gpu} ({a.gpus} GPU(s) visible), {a.date}, by `{a.command}`.",
+           f"Settings: {a.settings}.", ""]
+    first = None
+    rows = []
+    order = {"gpipe": 0, "1f1b": 1, "interleaved-1f1b": 2, "zb-h1": 3}
+    cuda = [n for n in names if n.startswith("cuda-")]
+    cuda.sort(key=lambda n: (order.get(n[5:n.rfind("-m")], 9), int(n[n.rfind("-m") + 2:])))
+    for n in cuda:
+        j, code, err = load(a.folder, n)
+        sched, m = n[5:n.rfind("-m")], n[n.rfind("-m") + 2:]
+        if j is None:
+            ok = False
+            rows.append(f"| {sched} | {m} | exit {code}: {err[:120]} | | | | | | |")
+            continue
+        first = first or j
+        c = j["comparison"]
+        berr = abs(c["measured_bubble_fraction"] - c["predicted_bubble_fraction"])
+        gap = note(j, "issue gap")
+        g = re.match(r"median ([\d.]+) us, p95 ([\d.]+) us", gap)
+        gap_med = float(g.group(1)) if g else float("inf")
+        stash = note(j, "stash peaks equal").startswith("yes")
+        passed = (code == 0 and c["verdicts_agree"] and abs(c["makespan_error"]) <= MAKESPAN_TARGET
+                  and berr <= BUBBLE_TARGET and stash and gap_med < GAP_TARGET_US)
+        ok = ok and passed
+        rows.append(
+            f"| {sched} | {m} | {c['predicted_makespan']:.3f} / {c['measured_makespan']:.3f} "
+            f"({100 * c['makespan_error']:+.2f}%) | {c['predicted_bubble_fraction']:.4f} / "
+            f"{c['measured_bubble_fraction']:.4f} ({berr:.4f}) | "
+            f"{c['start_error']['median']:.4f} / {c['start_error']['p95']:.4f} | "
+            f"{'yes' if stash else 'NO'} | "
+            f"{g.group(1) + ' / ' + g.group(2) if g else 'n/a'} | {'pass' if passed else 'FAIL'} |")
+    if first:
+        doc += [f"Device: {note(first, 'gpu')}", "", f"Model: {note(first, 'model')}", ""]
+    doc += ["P=4 ranks on one GPU (`--backend cuda --compute cuda --calibrate`). Targets: makespan "
+            f"within {100 * MAKESPAN_TARGET:.0f}%, bubble fraction within {BUBBLE_TARGET}, device "
+            f"stash peaks equal the prediction, issue gap median < {GAP_TARGET_US:.0f} us.", "",
+            "| schedule | M | makespan ms predicted / measured (error) | bubble predicted / "
+            "measured (diff) | op start error ms median / p95 | stash peaks equal | issue gap "
+            "us median / p95 | |", "|---|---|---|---|---|---|---|---|"] + rows + [""]
+    j, code, err = load(a.folder, "hang-1f1b-blocking")
+    hang_ok = (code == 1 and j is not None and j["outcome"] == "hang"
+               and j["comparison"]["verdicts_agree"])
+    ok = ok and hang_ok
+    doc += ["All-blocking 1F1B (P=4, M=8) on the GPU: " +
+            (f"outcome `{j['outcome']}`, measured {j['comparison']['measured_verdict']}, predicted "
+             f"{j['comparison']['predicted_verdict']}, agree: {j['comparison']['verdicts_agree']}"
+             if j else f"exit {code}: {err[:200]}") + f" ({'pass' if hang_ok else 'FAIL'}).", ""]
+    for n in names:
+        if n.startswith("nccl-1f1b"):
+            j, code, err = load(a.folder, n)
+            good = j is not None and code == 0
+            ok = ok and good
+            if j:
+                c = j["comparison"]
+                doc.append(f"`nccl` transport, {n[5:]}: exit {code}, makespan "
+                           f"{c['predicted_makespan']:.3f} / {c['measured_makespan']:.3f} ms "
+                           f"({100 * c['makespan_error']:+.2f}%), {note(j, 'nccl transport')}.")
+            else:
+                doc.append(f"`nccl` transport, {n[5:]}: exit {code}: {err[:200]}")
+    j, code, err = load(a.folder, "nccl-too-few-gpus")
+    refused = code == 4 and "use --backend cuda" in err
+    ok = ok and refused
+    doc += ["", f"`nccl` with more ranks than GPUs: exit {code}, `{err[:300]}`"
+            f" ({'pass' if refused else 'FAIL'}).", ""]
+    try:
+        ctest = open(os.path.join(a.folder, "ctest.txt")).read()
+        summary = [l for l in ctest.splitlines() if re.search(r"gpu\.\w+ .*(Passed|Failed|Skipped|Not Run)", l)]
+        doc += ["ctest gpu.*:", "", "```"] + [l.strip() for l in summary] + ["```", ""]
+        ok = ok and "Failed" not in "\n".join(summary)
+    except OSError:
+        pass
+    doc.append(f"**GPU targets: {'met' if ok else 'NOT met'}**")
+    try:
+        old = open(a.output).read()
+    except FileNotFoundError:
+        old = ""
+    at = old.find(GPU_BEGIN)
+    head = old[:at] if at >= 0 else old
+    with open(a.output, "w") as f:
+        f.write(head.rstrip("\n") + "\n\n" + "\n".join(doc) + "\n")
+    print(f"wrote {a.output}: {'all GPU targets met' if ok else 'SOME GPU TARGETS NOT MET'}",
+          file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
