@@ -17,6 +17,7 @@
 #include "output_file.hpp"
 #include "ppsim/config/parallel_for.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/config/resources.hpp"
 #include "ppsim/config/sweep.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
@@ -276,8 +277,11 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
     // Points are independent: simulated on all cores (PPSIM_JOBS), each into its own slot.
     std::vector<record::RunRecord> runs(points.size());
     Progress progress("simulating", points.size());
+    // Each point is checked against the whole --max-memory: no more run at once than fit in it.
+    const unsigned jobs = config::jobs_within_memory(
+        points, {common.max_memory, config::Workload::run}, config::default_jobs());
     config::parallel_for(
-        points.size(), config::default_jobs(),
+        points.size(), jobs,
         [&](std::size_t i) {
           runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
         },

@@ -302,6 +302,13 @@ TEST_CASE("megatron refuses what Megatron-LM does not run, naming the rule", "[m
       [&] { schedules::lower(Program::parse("0F0,0F1,0B0\n1F0,1B0,1F1,1B1\n"), plain); });
   CHECK_THAT(e.what(),
              Catch::EndsWith("rank 0 op 3 is the end of its ops, where Megatron's 1F1B runs 0B1"));
+  // A written list naming a huge microbatch: refused by its op count, before Megatron's order of
+  // M forwards and M backwards (2 * 10^9 ops) is built to compare with.
+  e = test::error_of<schedules::ParameterError>(
+      [&] { schedules::lower(Program::parse("0F999999998,0B999999998\n"), plain); });
+  CHECK_THAT(e.what(), Catch::EndsWith("rank 0 runs 2 ops, where Megatron runs an F and a B of "
+                                       "each of the 999999999 microbatches on each of its 1 "
+                                       "chunk(s): 1999999998"));
 }
 
 TEST_CASE("megatron in a config: comm.overlap_p2p_comm takes true/false or 0/1",

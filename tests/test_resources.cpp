@@ -2,11 +2,14 @@
 // estimated from its parameters before anything is built, and a config above the limit is a
 // ConfigError naming the key that makes it big.
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 
 #include "error_of.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/resources.hpp"
+#include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/lowering.hpp"
 #include "ppsim/sim/analysis.hpp"
 
 namespace {
@@ -151,4 +154,50 @@ TEST_CASE("max-memory values: bytes with binary suffixes", "[resources]") {
   CHECK_THROWS_AS(config::parse_bytes("1e30"), std::invalid_argument);
   CHECK(config::format_bytes(11.7 * (1ull << 30)) == "11.7 GiB");
   CHECK(config::format_bytes(100) == "100 B");
+}
+
+TEST_CASE("the op estimate bounds every registered schedule under every comm style",
+          "[resources]") {
+  // Each generator's own test parameters, plus many ranks and few microbatches (zbv plans
+  // max(M, 2P-1) microbatches and drops the missing ones; dualpipe needs M >= 2P).
+  for (const auto& g : schedules::Registry::instance().all()) {
+    std::vector<schedules::ScheduleParams> cases = g.test_params;
+    schedules::ScheduleParams wide = g.test_params.front();
+    wide.set("ranks", 16);
+    if (g.name == "dualpipe" || g.name == "dualpipev") wide.set("microbatches", 32);
+    cases.push_back(wide);
+    for (const auto& params : cases) {
+      for (const auto& style : schedules::LoweringRegistry::instance().all()) {
+        json j = {{"schedule", {{"kind", g.name}}}, {"comm", {{"style", style.name}}}};
+        for (const auto& [k, v] : params.values()) j["schedule"][k] = v;
+        std::optional<config::Prepared> p;
+        try {
+          p.emplace(config::prepare(config::parse_config(j, "cfg.json")));
+        } catch (const std::exception&) {
+          continue;  // a style that refuses this schedule (megatron, torch)
+        }
+        INFO(j.dump());
+        // Within the allocator slack bytes_per_op carries (about 1/3): split backwards (I + W)
+        // and a rank's last WAIT take the lowered programs up to ~20% above 8 ops per cell, but
+        // no schedule grows faster than ranks x chunks x microbatches.
+        CHECK(static_cast<double>(p->program->total_ops()) <=
+              1.25 * config::estimate_ops(config::parse_config(j, "cfg.json")).ops);
+      }
+    }
+  }
+}
+
+TEST_CASE("parallel points: no more run at once than their estimates fit in --max-memory",
+          "[resources]") {
+  const std::vector<config::Config> points = {parse("1f1b", 4, 8), parse("1f1b", 64, 512)};
+  const double big = need(points[1], config::Workload::run);
+  auto jobs = [&](double limit, unsigned wanted) {
+    return config::jobs_within_memory(
+        points, {static_cast<std::uint64_t>(limit), config::Workload::run}, wanted);
+  };
+  CHECK(jobs(big * 3.5, 16) == 3);  // three of the largest fit, four would not
+  CHECK(jobs(big * 3.5, 2) == 2);
+  CHECK(jobs(big * 0.5, 16) == 1);  // above the limit alone: check_resources refuses it
+  CHECK(jobs(0, 16) == 16);         // --max-memory 0: unlimited
+  CHECK(jobs(big * 100, 0) == 1);
 }

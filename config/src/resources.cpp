@@ -173,6 +173,17 @@ void check_resources(const Config& c, const ResourceLimits& limits) {
                     fix));
 }
 
+unsigned jobs_within_memory(const std::vector<Config>& configs, const ResourceLimits& limits,
+                            unsigned jobs) {
+  jobs = std::max(1u, jobs);
+  if (limits.max_memory == 0) return jobs;
+  double largest = kBaseBytes;
+  for (const Config& c : configs)
+    largest = std::max(largest, estimated_bytes(estimate_ops(c), limits.workload));
+  const double fit = std::floor(static_cast<double>(limits.max_memory) / largest);
+  return static_cast<unsigned>(std::clamp(fit, 1.0, static_cast<double>(jobs)));
+}
+
 namespace {
 
 // Sums of non-negative contributions by the key they come from.

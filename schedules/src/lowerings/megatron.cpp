@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <optional>
 #include <stdexcept>
@@ -132,6 +133,16 @@ std::string refusal(const Program& p, const Params& params, Shape& shape, std::s
     return "needs the interleaved loop (chunks >= 2): Megatron-LM's non-interleaved 1F1B does not "
            "support overlapping p2p communication";
   }
+  // Megatron runs an F and a B of every microbatch on every chunk: M * V of each per rank, the
+  // size of the order built below. A written list may name microbatch 999999999 alone, so a rank
+  // far shorter than that is refused by its count first (a near miss gets the op it differs at).
+  const std::int64_t per_rank = 2 * static_cast<std::int64_t>(M) * V;
+  for (int r = 0; r < P; ++r)
+    if (const auto n = static_cast<std::int64_t>(p.ops(r).size()); per_rank > 2 * n + 2)
+      return fmt::format(
+          "{}: rank {} runs {} ops, where Megatron runs an F and a B of each of the {} "
+          "microbatches on each of its {} chunk(s): {}",
+          head, r, n, M, V, per_rank);
   shape = {P, V, M, group};
   for (int r = 0; r < P; ++r) {
     const auto want = megatron_order(shape, r);

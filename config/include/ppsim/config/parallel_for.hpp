@@ -27,17 +27,21 @@ template <typename Fn, typename OnClaim>
 void parallel_for(std::size_t n, unsigned threads, Fn&& f, OnClaim&& on_claim) {
   std::vector<std::exception_ptr> errors(n);
   std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
+  // The smallest index that has failed so far. Only indices above it are skipped, so every index
+  // below the final one has run and the error reported does not depend on timing.
+  std::atomic<std::size_t> first_failed{n};
   auto work = [&](bool caller) {
     for (;;) {
       const std::size_t i = next.fetch_add(1);
-      if (i >= n || failed.load()) return;
-      if (caller) on_claim(i);
+      if (i >= n || i > first_failed.load()) return;
       try {
+        if (caller) on_claim(i);  // inside: a throw here must not skip the joins below
         f(i);
       } catch (...) {
         errors[i] = std::current_exception();
-        failed.store(true);
+        std::size_t seen = first_failed.load();
+        while (i < seen && !first_failed.compare_exchange_weak(seen, i)) {
+        }
       }
     }
   };

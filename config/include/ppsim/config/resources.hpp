@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/model.hpp"
@@ -60,6 +61,10 @@ inline constexpr double kMaxOps = 2147483647.0;
 
 // Throws ConfigError naming the key when the estimate exceeds the index bound or the limit.
 void check_resources(const Config& config, const ResourceLimits& limits);
+// Threads for running `configs` at once (at most `jobs`, at least 1): each is checked against the
+// whole limit, so no more run together than the largest estimate fits into the limit.
+unsigned jobs_within_memory(const std::vector<Config>& configs, const ResourceLimits& limits,
+                            unsigned jobs);
 
 // Bounds on numbers: beyond them sums lose exactness or overflow (docs/LIMITS.md).
 inline constexpr double kMaxTime = 1e15;                // any time, in time units
