@@ -165,8 +165,21 @@ class ProgressObserver : public record::Observer {
 
 }  // namespace
 
+void refuse_input_as_output(const std::string& option, const std::string& output,
+                            const std::string& input) {
+  if (output.empty()) return;
+  std::error_code out_ec, in_ec;
+  const auto out = std::filesystem::weakly_canonical(resolve_output_path(output), out_ec);
+  const auto in = std::filesystem::weakly_canonical(input, in_ec);
+  if (!out_ec && !in_ec && out == in)
+    throw UsageError(fmt::format("{} {}: is the input file {}: writing it would replace the input",
+                                 option, output, input));
+}
+
 int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOptions& common) {
   return guarded(path, [&] {
+    refuse_input_as_output("--trace", outputs.trace_file, path);
+    refuse_input_as_output("--svg", outputs.svg_file, path);
     const config::Config cfg = config::load_config(path, common.overrides);
     // Opened before the simulation: a bad path fails at once, and the temporaries are cleaned up
     // whatever happens next.

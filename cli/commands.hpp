@@ -26,6 +26,11 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws UsageError when `output` (option `option`, symlinks followed) is the file `input`: writing
+// the output would replace the input it was made from.
+void refuse_input_as_output(const std::string& option, const std::string& output,
+                            const std::string& input);
+
 struct CommonOptions {
   std::vector<std::string> overrides;                       // --set key=value
   std::uint64_t max_memory = config::default_max_memory();  // --max-memory; 0 = no limit

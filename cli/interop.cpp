@@ -51,6 +51,7 @@ int cmd_import(const std::string& path, const ImportOptions& options, const Comm
   return run_guarded(path, [&] {
     if (!config::is_torch_csv_path(path))
       throw UsageError(fmt::format("{}: expected a PyTorch schedule CSV (a .csv file)", path));
+    refuse_input_as_output("--output", options.output, path);
     const config::Config c = config::load_config(path, common.overrides);
     const schedules::TorchCsv& csv = *config::torch_csv_of(c);
     // Built here so that a CSV that cannot be lowered is refused now, not when it is run.
@@ -78,6 +79,7 @@ int cmd_export_torch(const std::string& path, const ExportOptions& options,
                      const CommonOptions& common) {
   return run_guarded(path, [&] {
     const std::string_view line_end = line_end_of(options.line_end);
+    refuse_input_as_output("--output", options.output, path);
     const auto form = options.compute_only ? schedules::TorchCsvForm::compute_only
                                            : schedules::TorchCsvForm::compute_comms;
     const config::Config c = config::load_config(path, common.overrides);

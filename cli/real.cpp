@@ -348,6 +348,7 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
   // A GPU backend that cannot run here (no driver, no device, too few GPUs) is neither bad input
   // nor a wrong schedule: its own exit code, and the message says what to do instead.
   return run_guarded(path, [&] {
+    refuse_input_as_output("--trace", o.trace_file, path);
     try {
       return real_body(path, o, common);
     } catch (const real::BackendUnavailable& e) {

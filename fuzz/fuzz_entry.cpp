@@ -13,6 +13,7 @@
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/program.hpp"
+#include "ppsim/schedules/torch_csv.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/sim/simulator.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
@@ -181,6 +182,32 @@ Outcome oplist_entry(std::string_view bytes) {
   return Outcome::accepted;
 }
 
+Outcome torch_csv_entry(std::string_view bytes) {
+  schedules::TorchCsv csv;
+  try {
+    csv = schedules::parse_torch_csv(bytes);
+  } catch (const schedules::ParseError&) {
+    return Outcome::rejected;
+  } catch (const schedules::ParameterError&) {
+    return Outcome::rejected;
+  }
+  // Cell for cell: blanks where they stood, rows padded, as `export --format torch-csv` writes.
+  const std::string text =
+      schedules::write_torch_csv(csv.program, csv.form, csv.steps, csv.cells, "\n");
+  std::string again;
+  try {
+    const schedules::TorchCsv back = schedules::parse_torch_csv(text);
+    if (back.form != csv.form) throw std::logic_error("the form changed");
+    again = schedules::write_torch_csv(back.program, back.form, back.steps, back.cells, "\n");
+  } catch (const std::exception& e) {
+    throw std::logic_error(
+        fmt::format("an accepted CSV written back does not read again: {}\n{}", e.what(), text));
+  }
+  if (again != text)
+    throw std::logic_error(fmt::format("write -> parse -> write changed\n{}\n{}", text, again));
+  return Outcome::accepted;
+}
+
 Outcome pipeline_entry(std::string_view bytes) {
   const Split in = split_input(bytes);
   return guarded([&] {
@@ -213,6 +240,7 @@ Outcome pipeline_entry(std::string_view bytes) {
 Outcome run_entry(const std::string& target, std::string_view bytes) {
   if (target == "config") return config_entry(bytes);
   if (target == "oplist") return oplist_entry(bytes);
+  if (target == "torch_csv") return torch_csv_entry(bytes);
   if (target == "pipeline") return pipeline_entry(bytes);
   throw std::invalid_argument("unknown fuzz target " + target);
 }

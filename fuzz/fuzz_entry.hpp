@@ -24,13 +24,17 @@ Outcome config_entry(std::string_view bytes);
 // to_text -> parse -> to_text unchanged.
 Outcome oplist_entry(std::string_view bytes);
 
+// Bytes = PyTorch schedule CSV text: parse_torch_csv; an accepted CSV, written back cell for cell
+// (write_torch_csv with its steps and cells), must parse to the same text again.
+Outcome torch_csv_entry(std::string_view bytes);
+
 // Bytes as for config_entry, then prepare -> analyze (with a trace) -> every report writer. Inputs
 // whose size parameters would make one execution slow are `skipped` before anything is built
 // (sizes are the resource guard's business, measured by bench/hostile_inputs.sh). The Chrome
 // trace written must parse back as JSON.
 Outcome pipeline_entry(std::string_view bytes);
 
-// Name for messages: "config", "oplist", "pipeline".
+// Name for messages: "config", "oplist", "torch_csv", "pipeline".
 Outcome run_entry(const std::string& target, std::string_view bytes);
 
 }  // namespace ppsim::fuzz

@@ -5,13 +5,13 @@
 # found a crash, a sanitizer report, a timeout or an out-of-memory (reproducers are copied to
 # $FUZZ_ARTIFACTS, default build-fuzz/artifacts/<target>/). FUZZ_ARGS adds libFuzzer flags, e.g.
 # "-fork=1 -ignore_crashes=1" to go on after a crash. See docs/FUZZING.md.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: config oplist pipeline
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: config oplist torch_csv pipeline
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(config oplist pipeline)
+[ ${#targets[@]} -eq 0 ] && targets=(config oplist torch_csv pipeline)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 artifacts=${FUZZ_ARTIFACTS:-$build/artifacts}
 
@@ -34,6 +34,7 @@ for t in "${targets[@]}"; do
   case $t in
     oplist) cat fuzz/oplist.dict >"$work/$t.dict" ;;
     config) cat fuzz/json.dict >"$work/$t.dict" ;;
+    torch_csv) cat fuzz/torch_csv.dict >"$work/$t.dict" ;;
     *) cat fuzz/json.dict fuzz/oplist.dict >"$work/$t.dict" ;;
   esac
   echo "== fuzz_$t: ${seconds}s"

@@ -54,6 +54,12 @@ TEST_CASE("fuzz regressions: op-list parser inputs end accepted or in a ParseErr
   replay("oplist", "corpus");
 }
 
+TEST_CASE("fuzz regressions: PyTorch CSV reader inputs end accepted or in a ParseError",
+          "[fuzz][torch-csv]") {
+  replay("torch_csv", "regressions");
+  replay("torch_csv", "corpus");
+}
+
 TEST_CASE(
     "fuzz regressions: prepare/validate/simulate inputs end accepted or in a documented error",
     "[fuzz]") {
@@ -63,7 +69,7 @@ TEST_CASE(
 
 TEST_CASE("fuzz corpus: every target has seeds, and valid seeds are accepted", "[fuzz]") {
   using ppsim::fuzz::Outcome;
-  for (const char* t : {"config", "oplist", "pipeline"})
+  for (const char* t : {"config", "oplist", "torch_csv", "pipeline"})
     CHECK(files_under(fs::path(PPSIM_FUZZ_DIR) / "corpus" / t).size() >= 5);
   const std::string cfg = read_bytes(fs::path(PPSIM_FUZZ_DIR) / ".." / "configs" / "1f1b.json");
   CHECK(ppsim::fuzz::config_entry(cfg) == Outcome::accepted);

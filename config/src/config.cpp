@@ -244,15 +244,19 @@ json parse_json_text(const std::string& text, const std::string& source) {
 }
 
 std::string read_config_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO that no process writes to would wait forever; reads block again
+  // below, so a pipe with a writer (`<(cmd)`) is read to its end.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw ConfigError(path, "", fmt::format("cannot open file: {}", std::strerror(errno)));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
+  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+  const bool fifo = ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+  if (!fifo && S_ISDIR(st.st_mode))
     throw ConfigError(path, "", "is a directory, not a config file");
   // Read at most one byte more than the limit, whatever the file claims to be (/dev/zero, a pipe).
   std::string text;
@@ -273,6 +277,8 @@ std::string read_config_file(const std::string& path) {
     throw ConfigError(
         path, "",
         fmt::format("larger than {} MiB, the most a config file may be", kMaxConfigBytes >> 20));
+  if (size == 0 && fifo)
+    throw ConfigError(path, "", "is a FIFO that no process wrote to: expected a config file");
   text.resize(size);
   return text;
 }

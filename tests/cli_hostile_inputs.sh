@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Hostile inputs to the surfaces added in round 2 (docs/CLI.md, "Exit codes"): an output option
+# naming the input it is made from, and a FIFO that no process writes to given as a config or CSV.
+set -u
+fail=0
+pass=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out="$tmp/.out"
+bad() { local m="$*"; echo "FAIL: ${m:0:300}"; [ -f "$out" ] && head -c 2000 "$out"; fail=$((fail + 1)); }
+good() { local m="$*"; echo "ok: ${m:0:300}"; pass=$((pass + 1)); }
+expect() {
+  local want=$1; shift
+  timeout 60 "$PPSIM" "$@" >"$out" 2>&1
+  local got=$?
+  if [ "$got" != "$want" ]; then bad "ppsim $* exited $got, expected $want"; else good "ppsim $* -> $got"; fi
+}
+has() { if grep -qF -- "$1" "$out"; then good "output has '$1'"; else bad "output lacks '$1'"; fi; }
+same() {  # same FILE COPY: FILE is unchanged
+  if cmp -s "$1" "$2"; then good "$1 unchanged"; else bad "$1 was overwritten"; fi
+}
+
+cp "$SRC/configs/1f1b.json" "$tmp/c.json"; cp "$tmp/c.json" "$tmp/c.orig"
+printf '0F0,0B0\r\n' >"$tmp/s.csv"; cp "$tmp/s.csv" "$tmp/s.orig"
+ln -s c.json "$tmp/link.json"
+
+# --- an output naming its own input (directly or through a symlink) is refused, input kept
+for fmt in json.gz pftrace; do
+  cp "$tmp/c.json" "$tmp/c.$fmt"
+  expect 2 run "$tmp/c.$fmt" --trace "$tmp/c.$fmt"
+  rm -f "$tmp/c.$fmt"
+done
+expect 2 run "$tmp/c.json" --trace "$tmp/c.json"
+has "--trace $tmp/c.json: is the input file"
+same "$tmp/c.json" "$tmp/c.orig"
+expect 2 run "$tmp/c.json" --trace "$tmp/link.json"
+same "$tmp/c.json" "$tmp/c.orig"
+expect 2 run "$tmp/c.json" --svg "$tmp/c.json"
+has "--svg"
+same "$tmp/c.json" "$tmp/c.orig"
+expect 2 real "$tmp/c.json" --trace "$tmp/c.json"
+same "$tmp/c.json" "$tmp/c.orig"
+expect 2 import "$tmp/s.csv" -o "$tmp/s.csv"
+has "--output $tmp/s.csv: is the input file"
+same "$tmp/s.csv" "$tmp/s.orig"
+expect 2 export "$tmp/s.csv" --format torch-csv -o "$tmp/s.csv"
+same "$tmp/s.csv" "$tmp/s.orig"
+expect 2 export "$tmp/c.json" --format torch-csv -o "$tmp/c.json"
+same "$tmp/c.json" "$tmp/c.orig"
+expect 0 import "$tmp/s.csv" -o "$tmp/s2.json"  # another name still works
+expect 0 run "$tmp/s2.json"
+
+# --- a FIFO with no writer: an error, not a wait for ever
+mkfifo "$tmp/f.csv" "$tmp/f.json"
+expect 2 import "$tmp/f.csv"
+has "f.csv: is a FIFO that no process wrote to"
+expect 2 run "$tmp/f.json"
+has "f.json: is a FIFO"
+expect 2 check "$tmp/f.json"
+# a FIFO with a writer is read to its end
+(cat "$tmp/c.json" >"$tmp/f.json") &
+writer=$!
+sleep 0.2
+expect 0 run "$tmp/f.json"
+wait $writer
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
