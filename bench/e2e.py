@@ -102,9 +102,11 @@ def fmt_bytes(n):
 
 def table(results):
     rows = [("case", "best CPU s", "best wall s", "peak RSS", "file", "target", "met")]
+    notes = []  # why a case failed, under the table: a long message would widen a column
     for r in results:
         if not r["ok"]:
-            rows.append((r["case"], "FAILED", r.get("problem", ""), "", "", "", "no"))
+            notes.append(f"[{len(notes) + 1}] {r['case']}: {r.get('problem', '')}")
+            rows.append((r["case"], f"FAILED [{len(notes)}]", "", "", "", "", "no"))
             continue
         if "mops_cpu" in r:
             rows.append((r["case"], f"{r['mops_cpu']:.2f} Mops/s", f"{r['mops_wall']:.2f} Mops/s",
@@ -128,7 +130,7 @@ def table(results):
         lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(lines + notes)
 
 
 def main():
