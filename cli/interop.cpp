@@ -69,7 +69,10 @@ int cmd_import(const std::string& path, const ImportOptions& options, const Comm
     // The defaults, written out so that they can be edited (docs/CONFIG.md).
     out["costs"] = {
         {"forward", 1.0}, {"backward", 2.0}, {"backward_input", 1.0}, {"backward_weight", 1.0}};
-    out["comm"] = {{"latency", 0.0}, {"bandwidth", 0.0}};
+    // The semantics it ran under (nccl unless --set), so the custom program runs the same.
+    out["comm"] = {{"semantics", config::to_string(c.network.semantics)},
+                   {"latency", 0.0},
+                   {"bandwidth", 0.0}};
     write_out(out.dump(2) + "\n", options.output);
     return kOk;
   });

@@ -13,7 +13,7 @@ using schedules::OpKind;
 using schedules::Program;
 
 TEST_CASE("Op kinds: every kind has one table row; classification reads the table", "[ops]") {
-  REQUIRE(schedules::kOpKindCount == 13);
+  REQUIRE(schedules::kOpKindCount == 15);
   for (std::size_t k = 0; k < schedules::kOpKindCount; ++k) {
     const auto kind = static_cast<OpKind>(k);
     const auto& info = schedules::info(kind);
@@ -28,6 +28,7 @@ TEST_CASE("Op kinds: every kind has one table row; classification reads the tabl
   CHECK_FALSE(schedules::is_compute(OpKind::WAIT));
   CHECK(schedules::info(OpKind::UNSHARD).cls == OpClass::resource);
   CHECK(schedules::info(OpKind::REDUCE_GRAD).cls == OpClass::resource);
+  CHECK(schedules::info(OpKind::GROUP_START).cls == OpClass::group);
   CHECK(schedules::info(OpKind::SEND_B).backward);
   CHECK_FALSE(schedules::info(OpKind::SEND_F).backward);
   // 16 bytes: growing it costs 1 byte in 16 of every program and every copy of one.

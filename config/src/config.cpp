@@ -432,6 +432,42 @@ void Reader::reject_unknown(const std::function<std::string(const std::string&)>
 
 namespace {
 
+// comm.semantics and the keys that belong to one model only; each key of the other model is an
+// error, so that a setting is never silently ignored.
+void read_semantics(Reader& r, Config& c) {
+  NetworkOptions& n = c.network;
+  const bool nccl =
+      r.one_of("semantics", c.program->nccl_by_default() ? "nccl" : "mpi", {"mpi", "nccl"}) ==
+      "nccl";
+  n.semantics = nccl ? P2pSemantics::nccl : P2pSemantics::mpi;
+  const char* other = nccl ? "mpi" : "nccl";
+  for (const char* key : nccl ? std::initializer_list<const char*>{"eager_limit"}
+                              : std::initializer_list<const char*>{
+                                    "nccl_buffer_bytes", "nccl_streams", "nccl_max_group_ops"})
+    if (r.has(key))
+      r.fail(key, fmt::format("only used under comm.semantics \"{}\" (this config runs under "
+                              "\"{}\"){}",
+                              other, nccl ? "nccl" : "mpi",
+                              nccl ? "; NCCL's counterpart is comm.nccl_buffer_bytes" : ""));
+  if (nccl) {
+    if (r.has("matching") && r.string("matching", "fifo") != "fifo")
+      r.fail("matching", "NCCL has no tags: under comm.semantics \"nccl\" the k-th send from A "
+                         "to B meets the k-th receive at B from A, so matching is \"fifo\" (or "
+                         "leave it out)");
+    r.get("matching");
+    n.matching = Matching::fifo;
+    n.nccl_buffer_bytes = r.bytes("nccl_buffer_bytes", 0);
+    n.nccl_streams = r.one_of("nccl_streams", "communicator", {"communicator", "peer"}) == "peer"
+                         ? NcclStreams::peer
+                         : NcclStreams::communicator;
+    n.nccl_max_group_ops = r.integer("nccl_max_group_ops", 0, 0);
+  } else {
+    n.eager_limit = r.bytes("eager_limit", 0);
+    n.matching =
+        r.one_of("matching", "tag", {"tag", "fifo"}) == "tag" ? Matching::tag : Matching::fifo;
+  }
+}
+
 CostSpec read_costs(Reader& r) {
   CostSpec c;
   c.forward = r.opt_number("forward");
@@ -526,9 +562,7 @@ void parse_into(Config& c, const json& j, const std::string& source) {
     c.network.latency = r.number("latency", 0);
     c.network.bandwidth = r.number("bandwidth", 0);
     c.network.boundary_bytes = r.bytes("boundary_bytes", 0);
-    c.network.eager_limit = r.bytes("eager_limit", 0);
-    c.network.matching =
-        r.one_of("matching", "tag", {"tag", "fifo"}) == "tag" ? Matching::tag : Matching::fifo;
+    read_semantics(r, c);
     // The chosen style's own parameters, as it declares them.
     if (lowered)
       read_params(r, styles.find(c.lowering.style)->params, c.lowering.style, c.lowering.params);
@@ -545,6 +579,11 @@ void parse_into(Config& c, const json& j, const std::string& source) {
       return not_a_parameter_of("comm style", c.lowering.style, users);
     });
   }
+  if (!top.has("comm") && c.program->nccl_by_default()) {  // PyTorch's runs are NCCL's
+    c.network.semantics = P2pSemantics::nccl;
+    c.network.matching = Matching::fifo;
+  }
+  c.lowering.groups = c.network.semantics == P2pSemantics::nccl;
   // Defaults of the style's parameters, so reports and sweeps see the values in force.
   c.lowering.params =
       schedules::resolve(schedules::LoweringRegistry::instance().find(c.lowering.style)->params,
@@ -602,6 +641,13 @@ Config parse_config(const json& j, const std::string& source,
     throw;
   }
   return c;
+}
+
+std::string_view to_string(P2pSemantics s) {
+  return s == P2pSemantics::mpi ? "mpi" : "nccl";
+}
+std::string_view to_string(NcclStreams s) {
+  return s == NcclStreams::communicator ? "communicator" : "peer";
 }
 
 std::string_view to_string(Matching m) {

@@ -179,7 +179,8 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
               c.time_unit,
               "measured"};
   rec.program = prepared.program;
-  auto diagnostics = schedules::validate(p);
+  rec.info.semantics = config::to_string(c.network.semantics);
+  auto diagnostics = schedules::validate(p, config::validate_options(c.network));
   if (schedules::has_fatal(diagnostics)) {  // as the simulator, it does not run such a program
     rec.diagnostics = std::move(diagnostics);
     return ex;

@@ -68,6 +68,8 @@ void RankRunner::issue_all() {
       if (stopped_on_.size()) return;
     } else if (op.kind == OpKind::WAIT) {
       if (!run_wait(pos, op)) return;
+    } else if (schedules::is_group_marker(op.kind)) {
+      // groups change nothing under mpi
     } else {
       run_compute(pos, op);
     }

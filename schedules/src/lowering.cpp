@@ -50,6 +50,14 @@ void RankLowering::wait(std::vector<std::int32_t>& ids) {
   ids.clear();
 }
 
+void RankLowering::end_batch() {
+  auto& ops = out_.ops(rank_);
+  if (!groups_ || ops.size() < batch_begin_ + 2) return;
+  ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(batch_begin_),
+             Op::group(OpKind::GROUP_START));
+  ops.push_back(Op::group(OpKind::GROUP_END));
+}
+
 Program lower(const Program& compute, const LoweringOptions& options) {
   const LoweringStyle* style = LoweringRegistry::instance().find(options.style);
   if (!style)
@@ -72,7 +80,7 @@ Program lower(const Program& compute, const LoweringOptions& options) {
   out.ensure_ranks(compute.ranks());
   for (int r = 0; r < compute.ranks(); ++r) {
     out.reserve(r, compute.ops(r).size() * 4);
-    RankLowering l(compute, out, r, params);
+    RankLowering l(compute, out, r, params, options.groups);
     style->lower_rank(l);
     out.ops(r).shrink_to_fit();
   }

@@ -141,7 +141,7 @@ Op parse_simple(std::string_view t, const std::function<ParseError(const std::st
   std::size_t kind_index = 0;
   for (std::size_t k = 0; k < kOpKindCount; ++k) {
     const OpKindInfo& cand = kOpKinds[k];
-    if (cand.cls == OpClass::wait || cand.composite) continue;
+    if (cand.cls == OpClass::wait || cand.cls == OpClass::group || cand.composite) continue;
     if (rest.starts_with(cand.name) && (!kind || cand.name.size() > kind->name.size())) {
       kind = &cand;
       kind_index = k;
@@ -150,7 +150,7 @@ Op parse_simple(std::string_view t, const std::function<ParseError(const std::st
   if (!kind)
     throw fail(
         "expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD, REDUCE_GRAD, "
-        "WAIT(...) or (...)OVERLAP_F_B");
+        "WAIT(...), (...)OVERLAP_F_B, GROUP_START or GROUP_END");
   rest.remove_prefix(kind->name.size());
   Op op;
   op.kind = static_cast<OpKind>(kind_index);
@@ -182,6 +182,11 @@ ParsedOp parse_op(const Token& tok, int line) {
   };
   ParsedOp out;
   if (t == kIdle) throw fail("IDLE marks a rank with no ops and stands alone on its line");
+  for (const OpKind k : {OpKind::GROUP_START, OpKind::GROUP_END})
+    if (t == to_string(k)) {
+      out.op = Op::group(k);
+      return out;
+    }
   if (t.starts_with("WAIT")) {
     if (t.size() < 6 || t[4] != '(' || t.back() != ')') throw fail("expected WAIT(id;id;...)");
     std::string_view body = t.substr(5, t.size() - 6);
@@ -309,7 +314,7 @@ Program Program::parse(std::string_view text, Routes routes) {
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t r = 0; r < lines.size(); ++r) {
       for (const auto& p : lines[r].ops) {
-        if (p.op.kind == OpKind::WAIT) continue;
+        if (p.op.kind == OpKind::WAIT || is_group_marker(p.op.kind)) continue;
         if (is_composite(p.op.kind)) {
           for (const Op& part : p.parts) sight(pass, r, part);
         } else {

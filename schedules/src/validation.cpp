@@ -26,8 +26,9 @@ constexpr std::int32_t kSettled = -1;  // blocking op, or async op already waite
 
 class Validator {
  public:
-  explicit Validator(const Program& p)
+  Validator(const Program& p, const ValidateOptions& o)
       : p_(p),
+        o_(o),
         sem_(p),
         S_(p.stages()),
         M_(p.microbatches()),
@@ -187,7 +188,7 @@ class Validator {
               true);
         if (recv) check_input(r, pos, tensor_index(*recv), "its output gradient");
         // The backward frees the forward's output buffer: its send must be complete.
-        if (const auto sent = sem_.freed_send(op)) {
+        if (const auto sent = o_.send_buffers_released_early ? std::nullopt : sem_.freed_send(op)) {
           const std::int32_t st = send_state_[tensor_index(*sent)];
           if (st >= 0)
             report(
@@ -304,9 +305,33 @@ class Validator {
   void check_rank(int r) {
     const auto& ops = p_.ops(r);
     RequestTable requests(ops);
+    int group_depth = 0, group_start = -1;  // groups nest as NCCL's do: the outermost one counts
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
       const int pos = static_cast<int>(i);
+      if (is_group_marker(op.kind)) {
+        if (op.kind == OpKind::GROUP_START) {
+          if (group_depth++ == 0) group_start = pos;
+        } else if (group_depth == 0) {
+          report("unbalanced_group", r, pos, "GROUP_END without an open GROUP_START", true);
+        } else {
+          --group_depth;
+        }
+        continue;
+      }
+      // NCCL launches a group's kernels at its GROUP_END: waiting inside the group waits for ops
+      // that have not started (a hang on NCCL, whatever the peer does).
+      if (group_depth > 0 && (op.kind == OpKind::WAIT || (is_comm(op.kind) && !op.async)))
+        report(
+            "blocking_in_group", r, pos,
+            [&] {
+              return fmt::format(
+                  "{} inside the group opened at op {}: the group's ops launch only at its "
+                  "GROUP_END, so this waits for ops that never start (NCCL hangs); use async "
+                  "ops in the group and WAIT after GROUP_END",
+                  op.kind == OpKind::WAIT ? "a WAIT" : "a blocking send or receive", group_start);
+            },
+            true);
       if (op.kind == OpKind::WAIT) {
         for (std::int32_t id : p_.wait_ids(r, op)) {
           const Request* req = requests.outstanding(id);
@@ -387,6 +412,15 @@ class Validator {
           break;
       }
     }
+    if (group_depth > 0)
+      report(
+          "unbalanced_group", r, group_start,
+          [&] {
+            return fmt::format("GROUP_START is never closed: {} GROUP_END{} missing before the "
+                               "end of the rank",
+                               group_depth, group_depth > 1 ? "s are" : " is");
+          },
+          true);
     for (const auto& entry : requests.left()) {
       const std::int32_t id = entry.first;  // named: clang 14 cannot capture a structured binding
       report(
@@ -514,6 +548,7 @@ class Validator {
   }
 
   const Program& p_;
+  const ValidateOptions& o_;
   Semantics sem_;
   int S_, M_;
   std::vector<Counts> counts_;
@@ -525,8 +560,8 @@ class Validator {
 
 }  // namespace
 
-std::vector<Diagnostic> validate(const Program& program) {
-  return Validator(program).run();
+std::vector<Diagnostic> validate(const Program& program, const ValidateOptions& options) {
+  return Validator(program, options).run();
 }
 
 }  // namespace ppsim::schedules

@@ -16,7 +16,8 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
               c.time_unit,
               "simulated"};
   rec.program = prepared.program;
-  rec.diagnostics = schedules::validate(*prepared.program);
+  rec.info.semantics = config::to_string(c.network.semantics);
+  rec.diagnostics = schedules::validate(*prepared.program, config::validate_options(c.network));
   if (schedules::has_fatal(rec.diagnostics)) return rec;
   record::Trace trace;
   trace.time_unit = c.time_unit;

@@ -249,6 +249,10 @@ class Engine {
     while (rs.pc < rs.n_ops) {
       const Op& op = ops[rs.pc];
       const int pos = static_cast<int>(rs.pc);
+      if (schedules::is_group_marker(op.kind)) {  // groups change nothing under mpi
+        ++rs.pc;
+        continue;
+      }
       if (schedules::is_compute(op.kind) ||
           schedules::info(op.kind).cls == schedules::OpClass::resource) {  // local work
         const double end = t + duration(r, op);

@@ -52,6 +52,7 @@ json to_json(const record::RunRecord& a) {
   j["microbatches"] = p.microbatches();
   j["comm_style"] = info.comm_style;
   j["matching"] = info.matching;
+  j["semantics"] = info.semantics;
   j["time_unit"] = info.time_unit;
   j["ops"] = p.total_ops();
   json errors = json::array();

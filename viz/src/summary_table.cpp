@@ -10,8 +10,10 @@ namespace ppsim::viz {
 
 namespace {
 
+// "async/tag", "batched/fifo"; under NCCL's model (always fifo) "batched/nccl".
 std::string style_of(const record::RunRecord& a) {
-  return fmt::format("{}/{}", a.info.comm_style, a.info.matching);
+  return fmt::format("{}/{}", a.info.comm_style,
+                     a.info.semantics == "nccl" ? a.info.semantics : a.info.matching);
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ class TorchCsvSpec : public ProgramSpec {
     return csv_.form == schedules::TorchCsvForm::compute_only ? "torch" : "custom";
   }
   bool sweepable() const override { return false; }
+  bool nccl_by_default() const override { return true; }
   const schedules::TorchCsv& csv() const { return csv_; }
 
  private:

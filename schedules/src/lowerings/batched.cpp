@@ -25,8 +25,10 @@ void lower_rank(RankLowering& l) {
                       ((s.kind == OpKind::SEND_F && recvs[0].kind == OpKind::RECV_B) ||
                        (s.kind == OpKind::SEND_B && recvs[0].kind == OpKind::RECV_F));
     if (pair) {
+      l.begin_batch();  // Megatron's batch_isend_irecv: one NCCL group
       ids.push_back(l.post(s));
       ids.push_back(l.post(recvs[0]));
+      l.end_batch();
       l.wait(ids);
       next_recv_done = true;
     } else {

@@ -233,8 +233,11 @@ class Walk {
       order = {Item{&c.recv_prev, &ids.recv_prev}, Item{&c.send_next, &ids.send_next},
                Item{&c.recv_next, &ids.recv_next}, Item{&c.send_prev, &ids.send_prev}};
     std::vector<std::int32_t> posted;
+    // batch_isend_irecv is one NCCL group; _p2p_ops issues its ops one by one.
+    if (!overlap_) l_.begin_batch();
     for (const Item& it : order)
       if (*it.op) posted.push_back(*it.id = l_.post(**it.op));
+    if (!overlap_) l_.end_batch();
     if (wait_now) l_.wait(posted);
     return ids;
   }

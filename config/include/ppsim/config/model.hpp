@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ppsim/schedules/validation.hpp"
+
 namespace ppsim::config {
 
 // Durations of compute ops of one virtual stage, in the config's time unit.
@@ -33,13 +35,37 @@ enum class Matching {
 };
 std::string_view to_string(Matching m);
 
+// Which point-to-point model runs the program (DESIGN.md "Two models of point-to-point behaviour").
+enum class P2pSemantics {
+  mpi,   // every posted request progresses on its own (MPI, Gloo)
+  nccl,  // ops run as kernels in stream order; groups launch together
+};
+std::string_view to_string(P2pSemantics s);
+
+enum class NcclStreams {
+  communicator,  // one serialized p2p stream per rank
+  peer,          // one per (rank, peer) pair: PyTorch's 2-rank communicators for isend/irecv
+};
+std::string_view to_string(NcclStreams s);
+
 struct NetworkOptions {
   double latency = 0.0;             // per transfer, time units
   double bandwidth = 0.0;           // bytes per time unit; 0 = unlimited
   std::int64_t boundary_bytes = 0;  // size of every activation / gradient crossing ranks
   std::int64_t eager_limit = 0;     // sends of at most this many bytes complete locally; 0 = off
-  Matching matching = Matching::tag;
+  Matching matching = Matching::tag;  // always fifo under nccl
+  P2pSemantics semantics = P2pSemantics::mpi;
+  // nccl only: a send of at most this many bytes completes without its receive (it fits NCCL's
+  // buffers); 0 = every send waits for its receive.
+  std::int64_t nccl_buffer_bytes = 0;
+  NcclStreams nccl_streams = NcclStreams::communicator;
+  int nccl_max_group_ops = 0;  // nccl only: larger groups launch in pieces; 0 = no limit
 };
+
+// Validation follows the model: NCCL keeps a send's tensor alive until its kernel is done.
+inline schedules::ValidateOptions validate_options(const NetworkOptions& n) {
+  return {.send_buffers_released_early = n.semantics == P2pSemantics::nccl};
+}
 
 struct MemoryOptions {
   std::int64_t activation_bytes = 0;    // stash per (stage, microbatch), taken at F

@@ -27,6 +27,9 @@ class ProgramSpec {
   virtual std::string comm_style(const schedules::LoweringOptions& lowering) const = 0;
   // Whether `compare --schedules/--microbatches/--chunks` may rewrite this schedule section.
   virtual bool sweepable() const = 0;
+  // Programs that come from a system that runs on NCCL (PyTorch's CSV) default to
+  // comm.semantics "nccl"; all others to "mpi".
+  virtual bool nccl_by_default() const { return false; }
   // Where op `position` of `rank` in `built` (what build() returned) was written, for sources
   // read from text; nothing for generated programs and ops the lowering added.
   virtual std::optional<schedules::OpLocation> locate(const schedules::Program& /*built*/,

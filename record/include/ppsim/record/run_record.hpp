@@ -23,6 +23,7 @@ struct RunInfo {
   std::string matching;    // "tag" or "fifo"
   std::string time_unit = "ms";
   std::string origin = "simulated";  // or "measured"
+  std::string semantics = "mpi";     // comm.semantics: "mpi" or "nccl"
 };
 
 enum class VerdictKind { ok, errors, deadlock, hang, invalid };

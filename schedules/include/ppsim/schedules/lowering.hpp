@@ -22,6 +22,9 @@ struct LoweringOptions {
   // an idle step). Empty: op i of a rank is at step i. Read by styles that align ranks by step
   // (torch) and ignored by the others.
   std::vector<std::vector<std::int32_t>> steps = {};
+  // Wrap each batch of posts in GROUP_START / GROUP_END (comm.semantics nccl, where a batch is a
+  // batch_isend_irecv group); under mpi groups change nothing, so none are written.
+  bool groups = false;
 };
 
 // The transfers of one compute op: at most one per part (a composite has two), so no heap.
@@ -43,8 +46,8 @@ class OpsOfOne {
 // What a style sees while it lowers one rank: the compute ops in, the output to append to.
 class RankLowering {
  public:
-  RankLowering(const Program& in, Program& out, int rank, const Params& params)
-      : in_(in), out_(out), sem_(in), rank_(rank), params_(params) {}
+  RankLowering(const Program& in, Program& out, int rank, const Params& params, bool groups)
+      : in_(in), out_(out), sem_(in), rank_(rank), params_(params), groups_(groups) {}
 
   int rank() const { return rank_; }
   const std::vector<Op>& compute() const { return in_.ops(rank_); }
@@ -65,6 +68,10 @@ class RankLowering {
   }
   // One WAIT on `ids` (sorted), then clears them; nothing when empty.
   void wait(std::vector<std::int32_t>& ids);
+  // Brackets a batch of posts (several ops that the framework issues as one group) with
+  // GROUP_START / GROUP_END when the options ask for groups. A batch of one op needs no group.
+  void begin_batch() { batch_begin_ = out_.ops(rank_).size(); }
+  void end_batch();
 
  private:
   const Program& in_;
@@ -72,6 +79,8 @@ class RankLowering {
   Semantics sem_;
   int rank_;
   const Params& params_;
+  bool groups_;
+  std::size_t batch_begin_ = 0;
   std::int32_t next_request_ = 0;
 };
 

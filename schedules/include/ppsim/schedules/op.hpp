@@ -22,6 +22,8 @@ enum class OpKind : std::uint8_t {
   UNSHARD,  // FSDP all-gather of a stage's parameters (parsed and carried; costs come later)
   RESHARD,
   REDUCE_GRAD,  // data-parallel gradient reduction of a stage
+  GROUP_START,  // NCCL's ncclGroupStart / PyTorch's batch_isend_irecv: p2p ops up to the matching
+  GROUP_END,    // GROUP_END launch together (comm.semantics nccl); no effect under mpi
 };
 
 enum class OpClass : std::uint8_t {
@@ -29,6 +31,7 @@ enum class OpClass : std::uint8_t {
   p2p,       // point-to-point send or receive of one tensor
   wait,      // completes asynchronous requests
   resource,  // per-stage actions without a microbatch (UNSHARD, RESHARD, REDUCE_GRAD)
+  group,     // GROUP_START / GROUP_END: no stage, no time
 };
 
 struct OpKindInfo {
@@ -55,6 +58,8 @@ inline constexpr OpKindInfo kOpKinds[] = {
     {"UNSHARD", OpClass::resource, false, false, false, false, false},
     {"RESHARD", OpClass::resource, false, false, false, false, false},
     {"REDUCE_GRAD", OpClass::resource, false, false, false, false, false},
+    {"GROUP_START", OpClass::group, false, false, false, false, false},
+    {"GROUP_END", OpClass::group, false, false, false, false, false},
 };
 inline constexpr std::size_t kOpKindCount = std::size(kOpKinds);
 
@@ -72,6 +77,9 @@ constexpr bool is_send(OpKind k) {
 }
 constexpr bool is_recv(OpKind k) {
   return info(k).recv;
+}
+constexpr bool is_group_marker(OpKind k) {
+  return info(k).cls == OpClass::group;
 }
 constexpr bool is_composite(OpKind k) {
   return info(k).composite;
@@ -107,6 +115,7 @@ constexpr std::string_view to_string(OpKind kind) {
 // depends on the kind's class:
 //   compute (not composite), p2p: stage, microbatch; p2p also async + request
 //   resource:                     stage
+//   group markers:                nothing
 //   WAIT, composite:              list_begin + list_size (request ids / parts in the rank's pool)
 struct Op {
   OpKind kind = OpKind::F;
@@ -133,6 +142,7 @@ struct Op {
     return op;
   }
   static Op resource(OpKind k, int stage) { return compute(k, stage, 0); }
+  static Op group(OpKind k) { return compute(k, 0, 0); }
 
   friend bool operator==(const Op& a, const Op& b) {
     return a.kind == b.kind && a.async == b.async && a.list_size == b.list_size &&
