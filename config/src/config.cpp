@@ -436,9 +436,8 @@ namespace {
 // error, so that a setting is never silently ignored.
 void read_semantics(Reader& r, Config& c) {
   NetworkOptions& n = c.network;
-  const bool nccl =
-      r.one_of("semantics", c.program->nccl_by_default() ? "nccl" : "mpi", {"mpi", "nccl"}) ==
-      "nccl";
+  const bool nccl = r.one_of("semantics", c.program->nccl_by_default() ? "nccl" : "mpi",
+                             {"mpi", "nccl"}) == "nccl";
   n.semantics = nccl ? P2pSemantics::nccl : P2pSemantics::mpi;
   const char* other = nccl ? "mpi" : "nccl";
   for (const char* key : nccl ? std::initializer_list<const char*>{"eager_limit"}
@@ -451,9 +450,10 @@ void read_semantics(Reader& r, Config& c) {
                               nccl ? "; NCCL's counterpart is comm.nccl_buffer_bytes" : ""));
   if (nccl) {
     if (r.has("matching") && r.string("matching", "fifo") != "fifo")
-      r.fail("matching", "NCCL has no tags: under comm.semantics \"nccl\" the k-th send from A "
-                         "to B meets the k-th receive at B from A, so matching is \"fifo\" (or "
-                         "leave it out)");
+      r.fail("matching",
+             "NCCL has no tags: under comm.semantics \"nccl\" the k-th send from A "
+             "to B meets the k-th receive at B from A, so matching is \"fifo\" (or "
+             "leave it out)");
     r.get("matching");
     n.matching = Matching::fifo;
     n.nccl_buffer_bytes = r.bytes("nccl_buffer_bytes", 0);

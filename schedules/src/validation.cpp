@@ -416,9 +416,10 @@ class Validator {
       report(
           "unbalanced_group", r, group_start,
           [&] {
-            return fmt::format("GROUP_START is never closed: {} GROUP_END{} missing before the "
-                               "end of the rank",
-                               group_depth, group_depth > 1 ? "s are" : " is");
+            return fmt::format(
+                "GROUP_START is never closed: {} GROUP_END{} missing before the "
+                "end of the rank",
+                group_depth, group_depth > 1 ? "s are" : " is");
           },
           true);
     for (const auto& entry : requests.left()) {

@@ -49,10 +49,10 @@ enum class NcclStreams {
 std::string_view to_string(NcclStreams s);
 
 struct NetworkOptions {
-  double latency = 0.0;             // per transfer, time units
-  double bandwidth = 0.0;           // bytes per time unit; 0 = unlimited
-  std::int64_t boundary_bytes = 0;  // size of every activation / gradient crossing ranks
-  std::int64_t eager_limit = 0;     // sends of at most this many bytes complete locally; 0 = off
+  double latency = 0.0;               // per transfer, time units
+  double bandwidth = 0.0;             // bytes per time unit; 0 = unlimited
+  std::int64_t boundary_bytes = 0;    // size of every activation / gradient crossing ranks
+  std::int64_t eager_limit = 0;       // sends of at most this many bytes complete locally; 0 = off
   Matching matching = Matching::tag;  // always fifo under nccl
   P2pSemantics semantics = P2pSemantics::mpi;
   // nccl only: a send of at most this many bytes completes without its receive (it fits NCCL's
