@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <iterator>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "param_reader.hpp"
 #include "ppsim/config/reader.hpp"
@@ -440,9 +442,12 @@ void read_semantics(Reader& r, Config& c) {
                              {"mpi", "nccl"}) == "nccl";
   n.semantics = nccl ? P2pSemantics::nccl : P2pSemantics::mpi;
   const char* other = nccl ? "mpi" : "nccl";
-  for (const char* key : nccl ? std::initializer_list<const char*>{"eager_limit"}
-                              : std::initializer_list<const char*>{
-                                    "nccl_buffer_bytes", "nccl_streams", "nccl_max_group_ops"})
+  // Named arrays: an initializer_list chosen by ?: would dangle before the loop reads it.
+  static constexpr std::array<const char*, 1> kMpiOnly = {"eager_limit"};
+  static constexpr std::array<const char*, 3> kNcclOnly = {"nccl_buffer_bytes", "nccl_streams",
+                                                           "nccl_max_group_ops"};
+  for (const char* key : nccl ? std::span<const char* const>(kMpiOnly)
+                              : std::span<const char* const>(kNcclOnly))
     if (r.has(key))
       r.fail(key, fmt::format("only used under comm.semantics \"{}\" (this config runs under "
                               "\"{}\"){}",
