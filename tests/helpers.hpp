@@ -96,7 +96,9 @@ struct RandomCase {
   sim::SimOptions options;
   std::string name;
 };
-inline RandomCase random_case(std::mt19937& rng) {
+// `groups`: the batches of batched and megatron are written as GROUP_START ... GROUP_END, as
+// under comm.semantics nccl.
+inline RandomCase random_case(std::mt19937& rng, bool groups = false) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   auto real = [&](double lo, double hi) {
     return std::uniform_real_distribution<double>(lo, hi)(rng);
@@ -109,8 +111,9 @@ inline RandomCase random_case(std::mt19937& rng) {
     const auto& params = g.test_params[static_cast<std::size_t>(
         pick(0, static_cast<int>(g.test_params.size()) - 1))];
     const schedules::Program compute = schedules::generate(g.name, params);
-    const auto& lowering =
+    auto lowering =
         lowerings[static_cast<std::size_t>(pick(0, static_cast<int>(lowerings.size()) - 1))];
+    lowering.groups = groups;
     if (!accepts(lowering, compute)) continue;
     schedules::Program p = schedules::lower(compute, lowering);
     const int r = pick(0, p.ranks() - 1);

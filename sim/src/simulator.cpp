@@ -12,6 +12,7 @@
 #include "engine/memory.hpp"
 #include "engine/network.hpp"
 #include "engine/state.hpp"
+#include "engine/streams.hpp"
 #include "ppsim/config/op_duration.hpp"
 #include "ppsim/record/wait_graph.hpp"
 #include "ppsim/schedules/semantics.hpp"
@@ -48,9 +49,11 @@ class Engine {
         S_(p.stages()),
         M_(p.microbatches()),
         R_(p.ranks()),
+        nccl_(o.network.semantics == config::P2pSemantics::nccl),
         match_(p_, sem_, eps_),
         mem_(eps_, obs),
-        hazards_(p_, sem_) {}
+        hazards_(p_, sem_),
+        streams_(sem_, config::stream_options(o.network)) {}
 
   SimResult run() {
     setup();
@@ -61,7 +64,12 @@ class Engine {
         start_ready();
       if (queue_.empty()) break;
       const auto e = queue_.pop();
-      resume(static_cast<int>(EventQueue::code_of(e)), EventQueue::time_of(e));
+      const auto code = EventQueue::code_of(e);
+      if (code < static_cast<std::uint32_t>(R_))
+        resume(static_cast<int>(code), EventQueue::time_of(e));
+      else
+        stream_done(static_cast<std::int32_t>(code - static_cast<std::uint32_t>(R_)),
+                    EventQueue::time_of(e));
     }
     return finish();
   }
@@ -113,6 +121,11 @@ class Engine {
           std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
     }
     assign_huge(eps_, n_eps, Endpoint{});
+    if (nccl_) {
+      streams_.setup(R_, n_eps);
+      link_buffered_.clear();
+      link_stalled_.clear();
+    }
   }
 
   // An endpoint's fields, filled when its op is posted.
@@ -250,6 +263,10 @@ class Engine {
       const Op& op = ops[rs.pc];
       const int pos = static_cast<int>(rs.pc);
       if (schedules::is_group_marker(op.kind)) {  // groups change nothing under mpi
+        if (nccl_ && op.kind == OpKind::GROUP_START)
+          streams_.group_start(r);
+        else if (nccl_)
+          streams_.group_end(r, [&](std::int32_t k) { start_kernel(k, t); });
         ++rs.pc;
         continue;
       }
@@ -333,9 +350,13 @@ class Engine {
       if (e.frees_when_sent) mem_.release_buffer(rs, e, t);
     }
     const std::int32_t other = match_.post(id, op);
-    if (other == kNoEndpoint) return;
-    const std::int32_t send_id = e.send ? id : other, recv_id = e.send ? other : id;
-    match(send_id, recv_id, t);
+    if (other != kNoEndpoint) {
+      const std::int32_t send_id = e.send ? id : other, recv_id = e.send ? other : id;
+      match(send_id, recv_id, t);
+    }
+    // nccl: the op is a kernel on its stream (or waits for its group's end); what it does once
+    // it runs is decided in run_op.
+    if (nccl_) streams_.issue(e.rank, id, op, [&](std::int32_t k) { start_kernel(k, t); });
   }
 
   void match(std::int32_t send_id, std::int32_t recv_id, double t) {
@@ -351,6 +372,7 @@ class Engine {
     ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
     ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
     comm_bytes_ += bytes;
+    if (nccl_) return;  // transfers start when the ops run (run_op)
     if (!s.eager) {
       net_.make_ready(send_id, t);
       return;
@@ -370,10 +392,13 @@ class Engine {
         [&](std::int32_t id, Endpoint& s) {
           if (!s.eager && s.frees_when_sent && s.buffer_live)
             mem_.release_when_sent(ranks_[static_cast<std::size_t>(s.rank)], s, id);
-          if (s.partner != kNoEndpoint) {
+          if (nccl_) member_done(id);
+          if (s.partner != kNoEndpoint &&
+              (!nccl_ || eps_[static_cast<std::size_t>(s.partner)].running)) {
             Endpoint& r = eps_[static_cast<std::size_t>(s.partner)];
             r.at = s.at;
             transferred(s, r);
+            if (nccl_) member_done(s.partner);
           }
         },
         // Ranks blocked on these transfers resume when they complete.
@@ -401,6 +426,80 @@ class Engine {
     if (ready == kNever) return;
     rs.block = Block::waking;
     wake(e.rank, std::max(ready, now));
+  }
+
+  // ---- nccl: streams and kernels (docs/SEMANTICS.md) --------------------------------------
+  void start_kernel(std::int32_t k, double t) {
+    for (const std::int32_t id : streams_.members(streams_.kernel(k))) run_op(id, t);
+  }
+  // Op `id` starts running at t (its kernel reached the head of its stream).
+  void run_op(std::int32_t id, double t) {
+    Endpoint& e = eps_[static_cast<std::size_t>(id)];
+    e.running = 1;
+    Endpoint* partner =
+        e.partner != kNoEndpoint ? &eps_[static_cast<std::size_t>(e.partner)] : nullptr;
+    if (e.send) {
+      if (partner && partner->running)
+        ready(id, t);  // rendezvous
+      else if (!try_buffer(id, t))
+        stalled(e.link).push_back(id);  // waits for its receive, or for room in the buffer
+      return;
+    }
+    if (!partner || !partner->running) return;  // its send will find it running
+    if (!partner->buffered) {                   // a send waiting for this receive
+      std::erase(stalled(e.link), e.partner);
+      ready(e.partner, t);
+      return;
+    }
+    // The message went into the buffer: it is received when it has arrived, freeing its room.
+    consume(e.link, t);
+    if (partner->at == kNever) return;  // its transfer starts this instant (start_ready)
+    e.at = std::max(t, partner->at);
+    transferred(*partner, e);
+    member_done(id);
+    wake_if_waiting(id, t);
+  }
+  void ready(std::int32_t send_id, double t) {
+    eps_[static_cast<std::size_t>(send_id)].ready = 1;
+    net_.make_ready(send_id, t);
+  }
+  // A running send whose receive is not running goes into the pair's buffer if it fits.
+  bool try_buffer(std::int32_t id, double t) {
+    Endpoint& e = eps_[static_cast<std::size_t>(id)];
+    const std::int64_t cap = o_.network.nccl_buffer_bytes, bytes = o_.network.boundary_bytes;
+    std::int64_t& used = buffered(e.link);
+    if (cap <= 0 || used + bytes > cap) return false;
+    used += bytes;
+    e.buffered = 1;
+    ready(id, t);
+    return true;
+  }
+  // A receive takes its message out of the buffer: sends waiting for room go in, in order.
+  void consume(int link, double t) {
+    buffered(link) -= o_.network.boundary_bytes;
+    auto& waiting = stalled(link);
+    std::size_t n = 0;
+    while (n < waiting.size() && try_buffer(waiting[n], t)) ++n;
+    waiting.erase(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  std::int64_t& buffered(int link) {
+    if (static_cast<std::size_t>(link) >= link_buffered_.size())
+      link_buffered_.resize(static_cast<std::size_t>(link) + 1, 0);
+    return link_buffered_[static_cast<std::size_t>(link)];
+  }
+  std::vector<std::int32_t>& stalled(int link) {
+    if (static_cast<std::size_t>(link) >= link_stalled_.size())
+      link_stalled_.resize(static_cast<std::size_t>(link) + 1);
+    return link_stalled_[static_cast<std::size_t>(link)];
+  }
+  // An op's completion time is known: its kernel ends once all of its ops are.
+  void member_done(std::int32_t id) {
+    if (!streams_.member_done(id, eps_[static_cast<std::size_t>(id)].at)) return;
+    const auto& k = streams_.kernel(streams_.kernel_of(id));
+    queue_.push(k.done, static_cast<std::uint32_t>(R_) + static_cast<std::uint32_t>(k.stream));
+  }
+  void stream_done(std::int32_t stream, double t) {
+    streams_.advance(stream, [&](std::int32_t k) { start_kernel(k, t); });
   }
 
   // ---- the end -----------------------------------------------------------------------------
@@ -452,16 +551,34 @@ class Engine {
       if (rs.block != Block::endpoint && rs.block != Block::wait) continue;
       const Op& op = op_at(r, rs.pc);
       const std::string text = schedules::op_label(p_, r, op);
+      const int pos = static_cast<int>(rs.pc);
+      // Under nccl an op queued behind a kernel waits on what that kernel waits on.
+      auto awaits = [&](std::int32_t id, std::string waiting_for) {
+        const Endpoint& e = eps_[static_cast<std::size_t>(id)];
+        const Op& pending = op_at(r, static_cast<std::size_t>(e.pos));
+        if (!nccl_ || e.running) {
+          edges.push_back({r, pos, text, sem_.peer_of(pending), std::move(waiting_for)});
+          return;
+        }
+        const auto& head =
+            streams_.kernel(streams_.head(streams_.kernel(streams_.kernel_of(id)).stream));
+        for (const std::int32_t b : streams_.members(head)) {
+          const Endpoint& be = eps_[static_cast<std::size_t>(b)];
+          if (done_time(be) != kNever) continue;
+          const Op& blocker = op_at(r, static_cast<std::size_t>(be.pos));
+          edges.push_back({r, pos, text, sem_.peer_of(blocker),
+                           streams_.model().queued_text(r, pending, blocker)});
+        }
+      };
       if (rs.block == Block::endpoint) {
-        edges.push_back({r, static_cast<int>(rs.pc), text, sem_.peer_of(op), ""});
+        awaits(rs.blocked_ep, "");
         continue;
       }
       for (std::int32_t request : p_.wait_ids(r, op)) {
-        const Endpoint& e = eps_[static_cast<std::size_t>(request_endpoint(r, request))];
+        const std::int32_t id = request_endpoint(r, request);
+        const Endpoint& e = eps_[static_cast<std::size_t>(id)];
         if (done_time(e) != kNever) continue;
-        const Op& pending = op_at(r, static_cast<std::size_t>(e.pos));
-        edges.push_back(
-            {r, static_cast<int>(rs.pc), text, sem_.peer_of(pending), p_.op_text(r, pending)});
+        awaits(id, p_.op_text(r, op_at(r, static_cast<std::size_t>(e.pos))));
       }
     }
     return record::find_deadlock(R_, edges, finished);
@@ -472,6 +589,7 @@ class Engine {
   const SimOptions& o_;
   Observer* obs_;
   int S_, M_, R_;
+  bool nccl_;
   std::int64_t comm_bytes_ = 0;
   EventQueue queue_;
   std::vector<RankState> ranks_;
@@ -480,6 +598,10 @@ class Engine {
   engine::MpiMatching match_;
   engine::Memory mem_;
   engine::Hazards hazards_;
+  engine::Streams streams_;
+  std::vector<std::int64_t> link_buffered_;  // nccl: bytes sent on a link and not yet received
+  // nccl: running sends waiting for their receive or for room, by link, in the order they ran
+  std::vector<std::vector<std::int32_t>> link_stalled_;
   std::vector<std::int32_t> recv_ep_;  // tensor -> receiving endpoint
   std::vector<std::int32_t>
       send_f_ep_;  // forward tensor -> sending endpoint (its buffer lives until B)

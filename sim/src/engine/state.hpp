@@ -47,9 +47,11 @@ struct Endpoint {
   std::int32_t pos = 0;
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
-  // frees_when_sent: a gradient, or a forward output under deallocate_outputs.
+  // frees_when_sent: a gradient, or a forward output under deallocate_outputs. nccl only:
+  // running (its kernel runs), buffered (a send that went into its peer's buffer), ready (its
+  // transfer has been asked for).
   std::uint8_t send : 1 = 0, async : 1 = 0, buffer_live : 1 = 0, eager : 1 = 0,
-                      frees_when_sent : 1 = 0;
+                      frees_when_sent : 1 = 0, running : 1 = 0, buffered : 1 = 0, ready : 1 = 0;
 };
 
 // When the endpoint's op completes; kNever while its partner has not posted. An eager send

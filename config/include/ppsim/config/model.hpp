@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ppsim/schedules/p2p_streams.hpp"
 #include "ppsim/schedules/validation.hpp"
 
 namespace ppsim::config {
@@ -61,6 +62,11 @@ struct NetworkOptions {
   NcclStreams nccl_streams = NcclStreams::communicator;
   int nccl_max_group_ops = 0;  // nccl only: larger groups launch in pieces; 0 = no limit
 };
+
+// The streams and kernels of the nccl model (docs/SEMANTICS.md).
+inline schedules::StreamOptions stream_options(const NetworkOptions& n) {
+  return {.per_peer = n.nccl_streams == NcclStreams::peer, .max_group_ops = n.nccl_max_group_ops};
+}
 
 // Validation follows the model: NCCL keeps a send's tensor alive until its kernel is done.
 inline schedules::ValidateOptions validate_options(const NetworkOptions& n) {
