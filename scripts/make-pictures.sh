@@ -23,6 +23,8 @@ picture configs/gpipe.json --svg docs/img/gpipe.svg
 picture configs/1f1b.json --svg docs/img/1f1b.svg
 picture configs/interleaved-1f1b.json --svg docs/img/interleaved-1f1b.svg
 picture configs/1f1b-blocking-deadlock.json --svg docs/img/1f1b-blocking-deadlock.svg
+# A hang only NCCL's stream order causes (docs/SEMANTICS.md).
+picture configs/hangs/pytorch-172668.json --svg docs/img/hang-nccl-pytorch-172668.svg
 # Large: 32 ranks x 256 microbatches, boxes merge and the shape stays.
 picture configs/1f1b.json --set name=1f1b-p32-m256 --set schedule.ranks=32 \
   --set schedule.microbatches=256 --svg docs/img/1f1b-p32-m256.svg

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/palette.hpp"
@@ -300,6 +301,34 @@ TEST_CASE("svg timeline: a deadlocked run shows the stuck ops and the cycle", "[
   for (const auto* b : svg.all("rect", "op"))
     CHECK(b->num("x") + b->num("width") <= x0 + t_max * scale + 0.01);
   CHECK(svg.all("rect", "op").size() == compute_spans(*rec.trace));
+}
+
+TEST_CASE("svg timeline: a long cycle wraps to the drawing's width, every op still named",
+          "[svg]") {
+  // A 4-rank ring under nccl: each edge also names the kernel its op is queued behind.
+  const auto rec = sim::analyze(
+      config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/hangs/paddlefleet-2080.json"),
+      {.trace = true});
+  REQUIRE(rec.deadlock);
+  const std::string cycle = rec.deadlock->describe();
+  REQUIRE(cycle.size() > 400);
+  const Svg svg = parse(draw(rec, {.width = 800}));
+  std::string words;
+  std::size_t lines = 0;
+  // The deadlock group's lines follow it in document order.
+  bool in_group = false;
+  for (const auto& e : svg.elements) {
+    if (e.name == "g") in_group = e.has_class("deadlock");
+    if (!in_group || e.name != "text") continue;
+    ++lines;
+    CHECK(e.text.size() <= 800 / 6 + 8);  // bytes: about what fits at 6.2 px a character
+    words += e.text + " ";
+  }
+  CHECK(lines >= 4);
+  for (const auto& b : rec.deadlock->cycles.at(0)) {
+    CHECK(words.find(b.op) != std::string::npos);
+    CHECK(words.find(b.waiting_for.substr(0, b.waiting_for.find(' '))) != std::string::npos);
+  }
 }
 
 TEST_CASE("svg timeline: 32 ranks x 256 microbatches merge into a small file", "[svg][scale]") {

@@ -538,10 +538,10 @@ class Drawer {
       std::string line = fmt::format("Deadlock cycle {}: ", ++n);
       for (std::size_t i = 0; i < c.size(); ++i) line += (i ? "; " : "") + describe(c[i]);
       if (!c.empty()) line += fmt::format("; back to rank {}", c.front().rank);
-      deadlock_lines_.push_back(line);
+      add_wrapped(line);
     }
-    for (const auto& b : d.unmatched) deadlock_lines_.push_back("Unmatched: " + describe(b));
-    for (const auto& b : d.blocked) deadlock_lines_.push_back("Behind the cycle: " + describe(b));
+    for (const auto& b : d.unmatched) add_wrapped("Unmatched: " + describe(b));
+    for (const auto& b : d.blocked) add_wrapped("Behind the cycle: " + describe(b));
     if (deadlock_lines_.size() > kMaxDeadlockLines) {
       const std::size_t more = deadlock_lines_.size() - (kMaxDeadlockLines - 1);
       deadlock_lines_.resize(kMaxDeadlockLines - 1);
@@ -551,6 +551,26 @@ class Drawer {
       deadlock_lines_.push_back(
           fmt::format("({} cycles in all; the first {} are listed in the report)", d.cycle_count(),
                       d.cycles.size()));
+  }
+
+  // SVG text does not wrap: a line longer than the drawing is cut at a "; " (else a space) that
+  // fits, and goes on indented on the next line. 6.2 px is about a character at font-size 11.
+  void add_wrapped(std::string line) {
+    const auto fits = static_cast<std::size_t>(std::max(40.0, (width_ - lay_.left - 10) / 6.2));
+    std::string indent;
+    while (line.size() > fits) {
+      std::size_t cut = line.rfind("; ", fits);
+      std::size_t skip = 2;
+      if (cut == std::string::npos || cut < fits / 3) {
+        cut = line.rfind(' ', fits);
+        skip = 1;
+      }
+      if (cut == std::string::npos || cut == 0) break;
+      deadlock_lines_.push_back(indent + line.substr(0, cut + (skip == 2 ? 1 : 0)));
+      line.erase(0, cut + skip);
+      indent = "\u2003\u2003";  // (spaces would collapse)
+    }
+    deadlock_lines_.push_back(indent + line);
   }
 
   void deadlock_text() {
