@@ -76,7 +76,8 @@ if [ -w /dev/full ]; then
   has "No space left on device"
 fi
 mkfifo "$tmp/fifo"
-cat "$tmp/fifo" >"$tmp/from-fifo.json" &
+# Bounded: if ppsim dies before opening the FIFO, the reader must not hang the suite.
+timeout 60 cat "$tmp/fifo" >"$tmp/from-fifo.json" &
 reader=$!
 expect 0 run "$cfg" --trace "$tmp/fifo"
 wait $reader
