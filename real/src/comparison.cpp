@@ -138,7 +138,9 @@ bool memory_follows_program_order(const record::RunRecord& predicted, const conf
   if (!predicted.diagnostics.empty() || !predicted.program) return false;
   const auto& p = *predicted.program;
   const auto& net = model.network;
-  const bool eager = net.eager_limit > 0 && net.boundary_bytes <= net.eager_limit;
+  // (NCCL has no eager sends: comm.eager_limit means nothing under nccl.)
+  const bool eager = net.semantics == config::P2pSemantics::mpi && net.eager_limit > 0 &&
+                     net.boundary_bytes <= net.eager_limit;
   if (eager) return true;
   for (int r = 0; r < p.ranks(); ++r)
     for (const auto& op : p.ops(r))

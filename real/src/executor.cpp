@@ -120,6 +120,8 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
   it.outcome = detail::Watchdog(s.hang_timeout, stop).watch(run, ranks);
   threads.clear();  // joins
   transport.end();
+  // A receive never waited may have completed after its rank ended: its transfer happened.
+  for (auto& rr : ranks) rr->report_unseen_transfers();
   recorder.on_end();
 
   it.failure = run.failure;
@@ -179,8 +181,9 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
               c.time_unit,
               "measured"};
   rec.program = prepared.program;
-  rec.info.semantics = config::to_string(c.network.semantics);
-  auto diagnostics = schedules::validate(p, config::validate_options(c.network));
+  // The model is what runs (prepare() copies the config's network into it), as in sim::analyze.
+  rec.info.semantics = config::to_string(prepared.model.network.semantics);
+  auto diagnostics = schedules::validate(p, config::validate_options(prepared.model.network));
   if (schedules::has_fatal(diagnostics)) {  // as the simulator, it does not run such a program
     rec.diagnostics = std::move(diagnostics);
     return ex;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ppsim/config/op_duration.hpp"
+#include "ppsim/schedules/p2p_streams.hpp"
 
 namespace ppsim::real::detail {
 
@@ -68,8 +69,10 @@ void RankRunner::issue_all() {
       if (stopped_on_.size()) return;
     } else if (op.kind == OpKind::WAIT) {
       if (!run_wait(pos, op)) return;
-    } else if (schedules::is_group_marker(op.kind)) {
-      // groups change nothing under mpi
+    } else if (op.kind == OpKind::GROUP_START) {
+      run_.transport.group_start(rank_);  // (groups change nothing under mpi)
+    } else if (op.kind == OpKind::GROUP_END) {
+      run_.transport.group_end(rank_);
     } else {
       run_compute(pos, op);
     }
@@ -215,13 +218,15 @@ void RankRunner::run_compute(int pos, const Op& op) {
     if (const auto out = sem.released_output(part)) {
       if (Live* l = live_of_tensor(send_f_of_, *out)) {
         if (l->request->op.async && !l->request->waited) {
-          // The request owns its buffer: it goes when the request is waited, not now.
+          // The request owns its buffer: it goes when the request is waited, not now. NCCL
+          // keeps the tensor alive until its kernel is done: no hazard there.
           l->release_when_waited = true;
-          hazard("buffer_released_before_wait", pos,
-                 fmt::format("frees the output of {}F{} while its send (request #{}) is not "
-                             "waited: kept until the wait (Gloo aborts with \"Cannot lock "
-                             "pointer to unbound buffer\")",
-                             out->producer, out->microbatch, l->request->op.request));
+          if (!nccl())
+            hazard("buffer_released_before_wait", pos,
+                   fmt::format("frees the output of {}F{} while its send (request #{}) is not "
+                               "waited: kept until the wait (Gloo aborts with \"Cannot lock "
+                               "pointer to unbound buffer\")",
+                               out->producer, out->microbatch, l->request->op.request));
         } else {
           release(*l->request->buffer, op_text(pos), t1);
         }
@@ -273,7 +278,7 @@ void RankRunner::run_p2p(int pos, const Op& op) {
   if (send) {
     if (op.kind == OpKind::SEND_F) send_f_of_[t] = l;
     const bool frees = op.kind == OpKind::SEND_B || run_.model.memory.deallocate_outputs;
-    const bool eager = net.eager_limit > 0 && net.boundary_bytes <= net.eager_limit;
+    const bool eager = !nccl() && net.eager_limit > 0 && net.boundary_bytes <= net.eager_limit;
     if (frees && eager)
       release(*buffer, "its eager send (copied out)", t0);
     else if (frees)
@@ -320,6 +325,13 @@ bool RankRunner::block(int pos, std::span<const RequestPtr> requests, double sin
     blocked_since_ = since;
     stopped_pos_ = pos;
     stopped_on_.assign(requests.begin(), requests.end());
+    // What each is queued behind, now that nothing moves any more (the transport forgets it at
+    // the run's end).
+    stopped_behind_.clear();
+    for (const RequestPtr& r : requests) {
+      auto& behind = stopped_behind_.emplace_back();
+      for (const RequestPtr& b : run_.transport.blockers(*r)) behind.push_back(b->op);
+    }
     return false;
   }
   if (run_.observer) run_.observer->on_blocked(rank_, pos, since, now());
@@ -383,7 +395,17 @@ void RankRunner::finish_rank() {
              fmt::format("request #{} is never waited before the program ends",
                          l->request->op.request));
   }
-  // Transfers that ended but were never looked at still happened.
+  report_unseen_transfers();
+  timeline_.finished = finished;
+  timeline_.stuck_pos = finished ? -1 : stopped_pos_;
+  timeline_.end = finished ? last_end_ : blocked_since_;
+  if (!finished && stopped_on_.empty()) timeline_.end = t;  // stopped between ops
+  if (run_.observer) run_.observer->on_rank_end(rank_, timeline_);
+  status_.store(finished ? RankStatus::done : RankStatus::stopped, std::memory_order_release);
+}
+
+// Transfers that ended but were never looked at still happened.
+void RankRunner::report_unseen_transfers() {
   for (const auto& l : requests_)
     if (!l->reported && !l->request->send && l->request->complete.load(std::memory_order_acquire)) {
       l->reported = true;
@@ -393,12 +415,6 @@ void RankRunner::finish_rank() {
                                     l->request->transfer_end / run_.unit_seconds,
                                     run_.model.network.boundary_bytes});
     }
-  timeline_.finished = finished;
-  timeline_.stuck_pos = finished ? -1 : stopped_pos_;
-  timeline_.end = finished ? last_end_ : blocked_since_;
-  if (!finished && stopped_on_.empty()) timeline_.end = t;  // stopped between ops
-  if (run_.observer) run_.observer->on_rank_end(rank_, timeline_);
-  status_.store(finished ? RankStatus::done : RankStatus::stopped, std::memory_order_release);
 }
 
 std::vector<record::WaitEdge> RankRunner::wait_edges() const {
@@ -406,12 +422,24 @@ std::vector<record::WaitEdge> RankRunner::wait_edges() const {
   if (stopped_pos_ < 0 || stopped_on_.empty()) return edges;
   const Op& op = ops_[static_cast<std::size_t>(stopped_pos_)];
   const std::string text = op_text(stopped_pos_);
+  const schedules::P2pStreams streams(run_.semantics, config::stream_options(run_.model.network));
+  // nccl: an op queued behind another kernel waits on that kernel's ops not yet complete, each
+  // an edge to its peer (the simulator builds the same edges).
+  const auto queued = [&](std::size_t i, const Op& awaited) {
+    if (i >= stopped_behind_.size() || stopped_behind_[i].empty()) return false;
+    for (const Op& b : stopped_behind_[i])
+      edges.push_back({rank_, stopped_pos_, text, run_.semantics.peer_of(b),
+                       streams.queued_text(rank_, awaited, b)});
+    return true;
+  };
   if (op.kind != OpKind::WAIT) {
-    edges.push_back({rank_, stopped_pos_, text, run_.semantics.peer_of(op), ""});
+    if (!queued(0, op))
+      edges.push_back({rank_, stopped_pos_, text, run_.semantics.peer_of(op), ""});
     return edges;
   }
-  for (const RequestPtr& r : stopped_on_) {
-    if (r->complete.load(std::memory_order_acquire)) continue;
+  for (std::size_t i = 0; i < stopped_on_.size(); ++i) {
+    const RequestPtr& r = stopped_on_[i];
+    if (r->complete.load(std::memory_order_acquire) || queued(i, r->op)) continue;
     edges.push_back({rank_, stopped_pos_, text, run_.semantics.peer_of(r->op),
                      run_.program.op_text(rank_, r->op)});
   }

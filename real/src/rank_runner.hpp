@@ -52,6 +52,10 @@ class RankRunner {
   // After the thread has ended:
   const record::RankTimeline& timeline() const { return timeline_; }
   std::vector<schedules::Diagnostic>& diagnostics() { return diagnostics_; }
+  // Reports the receives that completed and were never looked at: from finish_rank(), and again
+  // once every rank has ended, for a message a peer sent after this rank had finished (a
+  // receive never waited).
+  void report_unseen_transfers();
   // The wait-for edges of the op it stopped in (none when it finished).
   std::vector<record::WaitEdge> wait_edges() const;
   std::int64_t real_peak() const { return allocator_.real_peak() + static_allocator_.real_peak(); }
@@ -81,6 +85,7 @@ class RankRunner {
   void stash(int microbatch, int delta, double t);
   void hazard(std::string kind, int pos, std::string message);
   std::string op_text(int pos) const;
+  bool nccl() const { return run_.model.network.semantics == config::P2pSemantics::nccl; }
   Live* live_of_tensor(std::unordered_map<std::size_t, Live*>& table, const schedules::TensorId& t);
 
   RunShared& run_;
@@ -103,6 +108,8 @@ class RankRunner {
   double blocked_since_ = 0, last_end_ = 0;
   int stopped_pos_ = -1;
   std::vector<RequestPtr> stopped_on_;  // the requests of the op it stopped in
+  // nccl: for each of them, the ops of the kernel it was queued behind (none: it was running)
+  std::vector<std::vector<schedules::Op>> stopped_behind_;
   std::vector<schedules::Diagnostic> diagnostics_;
 };
 

@@ -16,8 +16,10 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
               c.time_unit,
               "simulated"};
   rec.program = prepared.program;
-  rec.info.semantics = config::to_string(c.network.semantics);
-  rec.diagnostics = schedules::validate(*prepared.program, config::validate_options(c.network));
+  // The model is what runs (prepare() copies the config's network into it).
+  const config::NetworkOptions& net = prepared.model.network;
+  rec.info.semantics = config::to_string(net.semantics);
+  rec.diagnostics = schedules::validate(*prepared.program, config::validate_options(net));
   if (schedules::has_fatal(rec.diagnostics)) return rec;
   record::Trace trace;
   trace.time_unit = c.time_unit;

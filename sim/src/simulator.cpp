@@ -263,6 +263,7 @@ class Engine {
       const Op& op = ops[rs.pc];
       const int pos = static_cast<int>(rs.pc);
       if (schedules::is_group_marker(op.kind)) {  // groups change nothing under mpi
+        ++rs.markers;                             // no span of its own: not an op done
         if (nccl_ && op.kind == OpKind::GROUP_START)
           streams_.group_start(r);
         else if (nccl_)
@@ -364,15 +365,13 @@ class Engine {
     Endpoint& r = eps_[static_cast<std::size_t>(recv_id)];
     s.partner = recv_id;
     r.partner = send_id;
-    if (match_.by_order())
+    if (match_.by_order() && !nccl_)  // (nccl: when the message is delivered, transferred())
       hazards_.message_order(s, op_at(s.rank, static_cast<std::size_t>(s.pos)), r,
                              op_at(r.rank, static_cast<std::size_t>(r.pos)), t);
-    // Bytes are counted once per transfer, here where both ends are known.
-    const std::int64_t bytes = o_.network.boundary_bytes;
-    ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
-    ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
-    comm_bytes_ += bytes;
+    // Bytes are counted once per transfer, here where both ends are known (under nccl, when the
+    // message reaches its receive: a matched pair may never run).
     if (nccl_) return;  // transfers start when the ops run (run_op)
+    count_bytes(s, r);
     if (!s.eager) {
       net_.make_ready(send_id, t);
       return;
@@ -407,7 +406,18 @@ class Engine {
           if (s.partner != kNoEndpoint) wake_if_waiting(s.partner, t);
         });
   }
+  void count_bytes(const Endpoint& s, const Endpoint& r) {
+    const std::int64_t bytes = o_.network.boundary_bytes;
+    ranks_[static_cast<std::size_t>(s.rank)].sent += bytes;
+    ranks_[static_cast<std::size_t>(r.rank)].recv += bytes;
+    comm_bytes_ += bytes;
+  }
   void transferred(const Endpoint& s, const Endpoint& r) {
+    if (nccl_) {
+      count_bytes(s, r);
+      hazards_.message_order(s, op_at(s.rank, static_cast<std::size_t>(s.pos)), r,
+                             op_at(r.rank, static_cast<std::size_t>(r.pos)), r.at);
+    }
     if (obs_)
       obs_->on_transfer(
           {s.rank, s.pos, r.rank, r.pos, s.at - net_.xfer_time(), s.at, o_.network.boundary_bytes});
@@ -529,7 +539,7 @@ class Engine {
       m.peak_memory_bytes = rs.peak_memory + fixed;
       m.sent_bytes = rs.sent;
       m.recv_bytes = rs.recv;
-      m.ops_done = rs.pc;
+      m.ops_done = rs.pc - rs.markers;
       if (obs_)
         obs_->on_rank_end(
             r, {rs.start, rs.end, finished, finished ? -1 : static_cast<int>(rs.pc), fixed});

@@ -67,6 +67,7 @@ struct RankState {
   const schedules::Op* ops = nullptr;  // this rank's ops, read in place from the Program
   std::size_t n_ops = 0;
   std::size_t pc = 0;
+  std::size_t markers = 0;  // group markers passed (they take no time and leave no span)
   std::int32_t next_ep = 0;
   std::int32_t ep_base = 0;
   std::int32_t pending_end = -1;  // compute op whose end effects apply when the rank resumes

@@ -1,7 +1,8 @@
 #pragma once
 // How ranks exchange tensors: the point-to-point semantics of DESIGN.md (rendezvous, eager,
-// tag/fifo matching, one transfer at a time per directed link) over some medium. `host` moves
-// them between threads of this process; the GPU transports implement the same interface.
+// tag/fifo matching, one transfer at a time per directed link) or, under comm.semantics "nccl",
+// docs/SEMANTICS.md's (kernels in stream order, groups, buffered sends) over some medium. `host`
+// moves them between threads of this process; the GPU transports implement the same interface.
 #include <functional>
 #include <memory>
 #include <span>
@@ -35,7 +36,8 @@ class Transport {
   // into. Never blocks. Throws HazardError for what the medium refuses.
   virtual RequestPtr post(int rank, int pos, const schedules::Op& op,
                           std::shared_ptr<Buffer> buffer) = 0;
-  // Blocks until every request is complete: true, or false when the run was aborted first.
+  // Blocks until every request is complete (under nccl: and the kernel it runs in): true, or
+  // false when the run was aborted first.
   virtual bool wait(int rank, std::span<const RequestPtr> requests) = 0;
   // Nothing is moving: no transfer under way or waiting for its link. With every unfinished rank
   // blocked in wait(), the run can make no more progress (the watchdog's proof of a hang).
@@ -50,6 +52,16 @@ class Transport {
   virtual void end() = 0;
   // Lines about the last run for the report (a GPU transport: the device, SM partitioning).
   virtual std::vector<std::string> report() const { return {}; }
+
+  // GROUP_START / GROUP_END issued by `rank` (groups nest; the outermost one counts). Under nccl
+  // the ops posted in between are enqueued as kernels at the outermost group_end; under mpi a
+  // group changes nothing.
+  virtual void group_start(int /*rank*/) {}
+  virtual void group_end(int /*rank*/) {}
+  // What a request that is not complete waits behind: empty while its kernel is running (and
+  // always under mpi, where every posted request progresses on its own); else the ops not yet
+  // complete of the kernel at the head of its stream, in kernel order.
+  virtual std::vector<RequestPtr> blockers(const Request& /*request*/) const { return {}; }
 
   // Blocking send and receive: post, then wait.
   bool send_recv(int rank, int pos, const schedules::Op& op, std::shared_ptr<Buffer> buffer,
