@@ -145,4 +145,20 @@ inline RandomCase random_case(std::mt19937& rng, bool groups = false) {
   }
 }
 
+// A random case run under comm.semantics nccl: groups written or not, random streams, group
+// splits and buffer room.
+inline RandomCase random_nccl_case(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const bool groups = pick(0, 1) == 1;
+  RandomCase c = random_case(rng, groups);
+  config::NetworkOptions& n = c.options.network;
+  n.semantics = config::P2pSemantics::nccl;
+  n.matching = config::Matching::fifo;
+  n.eager_limit = 0;
+  n.nccl_buffer_bytes = pick(0, 1) ? 0 : pick(0, 3000);
+  n.nccl_streams = pick(0, 1) ? config::NcclStreams::peer : config::NcclStreams::communicator;
+  n.nccl_max_group_ops = pick(0, 3);
+  return c;
+}
+
 }  // namespace ppsim::test

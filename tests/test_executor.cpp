@@ -188,17 +188,9 @@ TEST_CASE(
     "per rank or per peer, groups and their splits, buffered sends)",
     "[real][threads][property][nccl]") {
   std::mt19937 rng(12);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int hung = 0, finished = 0;
   for (int i = 0; i < 300; ++i) {
-    auto [p, o, name] = test::random_case(rng, /*groups=*/pick(0, 1) == 1);
-    o.network.semantics = config::P2pSemantics::nccl;
-    o.network.matching = config::Matching::fifo;
-    o.network.eager_limit = 0;
-    o.network.nccl_buffer_bytes = pick(0, 1) ? 0 : pick(0, 3000);
-    o.network.nccl_streams =
-        pick(0, 1) ? config::NcclStreams::peer : config::NcclStreams::communicator;
-    o.network.nccl_max_group_ops = pick(0, 3);
+    auto [p, o, name] = test::random_nccl_case(rng);
     INFO("program " << i << ": " << name << ", nccl buffer " << o.network.nccl_buffer_bytes
                     << ", max group ops " << o.network.nccl_max_group_ops << "\n"
                     << p.to_text());

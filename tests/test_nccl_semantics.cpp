@@ -189,14 +189,7 @@ TEST_CASE("Property: under nccl the verdict and the stuck ops do not depend on o
   };
   int hangs = 0;
   for (int i = 0; i < 200; ++i) {
-    auto [p, o, name] = test::random_case(rng, /*groups=*/pick(0, 1) == 1);
-    o.network.semantics = config::P2pSemantics::nccl;
-    o.network.matching = config::Matching::fifo;
-    o.network.eager_limit = 0;
-    o.network.nccl_buffer_bytes = pick(0, 1) ? 0 : pick(0, 3000);
-    o.network.nccl_streams =
-        pick(0, 1) ? config::NcclStreams::peer : config::NcclStreams::communicator;
-    o.network.nccl_max_group_ops = pick(0, 3);
+    auto [p, o, name] = test::random_nccl_case(rng);
     const auto base = sim::simulate(p, o);
     const std::string want = base.deadlock ? base.deadlock->describe() : "ok";
     hangs += bool(base.deadlock);
