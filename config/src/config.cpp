@@ -446,8 +446,8 @@ void read_semantics(Reader& r, Config& c) {
   static constexpr std::array<const char*, 1> kMpiOnly = {"eager_limit"};
   static constexpr std::array<const char*, 3> kNcclOnly = {"nccl_buffer_bytes", "nccl_streams",
                                                            "nccl_max_group_ops"};
-  for (const char* key : nccl ? std::span<const char* const>(kMpiOnly)
-                              : std::span<const char* const>(kNcclOnly))
+  for (const char* key :
+       nccl ? std::span<const char* const>(kMpiOnly) : std::span<const char* const>(kNcclOnly))
     if (r.has(key))
       r.fail(key, fmt::format("only used under comm.semantics \"{}\" (this config runs under "
                               "\"{}\"){}",
