@@ -182,12 +182,19 @@ class Engine {
   double wait_time(int r, RankState& rs, const Op& op) const {
     const auto ids = p_.wait_ids(r, op);
     for (; rs.wait_next < ids.size(); ++rs.wait_next) {
-      const double done =
-          done_time(eps_[static_cast<std::size_t>(request_endpoint(r, ids[rs.wait_next]))]);
+      const double done = waited_time(request_endpoint(r, ids[rs.wait_next]));
       if (done == kNever) return kNever;
       rs.wait_ready = std::max(rs.wait_ready, done);
     }
     return rs.wait_ready;
+  }
+
+  // When a WAIT on endpoint `id` can return: its op's completion, or under nccl its kernel's
+  // (a group's requests complete together, as PyTorch's coalesced works do); kNever until known.
+  double waited_time(std::int32_t id) const {
+    if (!nccl_) return done_time(eps_[static_cast<std::size_t>(id)]);
+    const auto& k = streams_.kernel(streams_.kernel_of(id));
+    return k.remaining == 0 ? k.done : kNever;
   }
 
   double duration(int r, const Op& op) const {
@@ -587,7 +594,7 @@ class Engine {
       for (std::int32_t request : p_.wait_ids(r, op)) {
         const std::int32_t id = request_endpoint(r, request);
         const Endpoint& e = eps_[static_cast<std::size_t>(id)];
-        if (done_time(e) != kNever) continue;
+        if (done_time(e) != kNever) continue;  // (as the executor: a done op adds no edge)
         awaits(id, p_.op_text(r, op_at(r, static_cast<std::size_t>(e.pos))));
       }
     }
