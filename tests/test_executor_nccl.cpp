@@ -284,10 +284,10 @@ TEST_CASE(
 
 TEST_CASE(
     "With the clock running (transfers on the network thread) the verdicts are the same, and a "
-    "buffered transfer ends before its receive runs",
+    "buffered transfer meets its receive",
     "[real][threads][nccl]") {
-  // 5 ms of wall clock per time unit (a transfer takes 1 unit): what is checked below is an order
-  // of events units apart, never a duration, so a loaded machine only makes it slower.
+  // 5 ms of wall clock per time unit (a transfer takes 1 unit): the network thread ends transfers;
+  // verdicts and matches are checked, never a duration or an order of wall-clock events.
   const double scale = 5e-3;
   const auto timed = [](std::int64_t buffer, const std::string& more = "") {
     return nccl(buffer, R"("latency": 1)" + (more.empty() ? "" : ", " + more));
@@ -305,8 +305,8 @@ TEST_CASE(
         "at 0@7 1@7");
   const real::Execution e = run(kExchangeAsync, timed(4 * kMiB), "", scale);
   REQUIRE(verdict(e) == "finished");
-  // 0SEND_F1 went into the buffer: its transfer (about 2 to 3 units) ended before rank 1 posted
-  // 1RECV_F1 (op 4, about 5 units, after F0's transfer, 1F0 and 1B0).
+  // 0SEND_F1 went into the buffer and met 1RECV_F1 (op 4) there. When it arrived against when the
+  // receive was posted is wall-clock order, which a loaded machine can reverse: not checked.
   const record::Trace& trace = *e.record.trace;
   const record::TransferEvent* f1 = nullptr;
   for (const auto& t : trace.transfers)
@@ -315,8 +315,4 @@ TEST_CASE(
   CHECK(f1->dst_rank == 1);
   CHECK(f1->dst_pos == 4);
   CHECK(f1->end - f1->start >= 0.99);  // at least the modelled latency
-  double posted = -1;
-  for (const auto& sp : trace.spans)
-    if (sp.rank == 1 && sp.pos == 4) posted = sp.start;
-  CHECK(f1->end < posted);
 }
