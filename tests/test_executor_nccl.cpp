@@ -178,6 +178,38 @@ TEST_CASE(
   CHECK(verdict(run(same_peer, mpi(0))) == "finished");
 }
 
+TEST_CASE(
+    "A WAIT on a done op whose group partner is not waits on the partner's peer: the edge names "
+    "both",
+    "[real][threads][nccl]") {
+  // Rank 0's send completes (rank 1 receives it), but the receive launched in the same kernel
+  // needs rank 1's backward send, which comes after rank 1 receives 0SEND_F1, which comes after
+  // rank 0's WAIT(0). Without the partner's edge rank 0 would be in no cycle.
+  const std::string ops =
+      "0F0,GROUP_START,0SEND_F0#0,0RECV_B0#1,GROUP_END,WAIT(0),0F1,0SEND_F1#2,WAIT(2),WAIT(1),0B0,"
+      "0RECV_B1#3,WAIT(3),0B1\n"
+      "1RECV_F0#0,WAIT(0),1F0,1RECV_F1#1,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,"
+      "WAIT(3)\n";
+  CHECK(verdict(run(ops, nccl(0))) ==
+        "hang\n"
+        "cycle: rank 0 blocked in WAIT(0) on 0SEND_F0#0 (done; its kernel waits on 0RECV_B0#1) "
+        "-> rank 1; rank 1 blocked in WAIT(1) on 1RECV_F1#1 -> rank 0\n"
+        "at 0@5 1@4");
+  // Per-peer streams: the same kernel. Waiting both requests: the partner's own edge only.
+  CHECK(verdict(run(ops, nccl(0, R"("nccl_streams": "peer")"))) == verdict(run(ops, nccl(0))));
+  const std::string both =
+      "0F0,GROUP_START,0SEND_F0#0,0RECV_B0#1,GROUP_END,WAIT(0;1),0F1,0SEND_F1#2,WAIT(2),0B0,"
+      "0RECV_B1#3,WAIT(3),0B1\n" +
+      ops.substr(ops.find('\n') + 1);
+  CHECK(verdict(run(both, nccl(0))) ==
+        "hang\n"
+        "cycle: rank 0 blocked in WAIT(0;1) on 0RECV_B0#1 -> rank 1; rank 1 blocked in WAIT(1) "
+        "on 1RECV_F1#1 -> rank 0\n"
+        "at 0@5 1@4");
+  // Under mpi the send's request is all WAIT(0) needs.
+  CHECK(verdict(run(ops, mpi(0))) == "finished");
+}
+
 TEST_CASE("nccl_max_group_ops cuts a group into kernels, and the cut can make an exchange hang",
           "[real][threads][nccl]") {
   // Cut after one op, each rank's group is its send's kernel, then its receive's: NCCL #479.

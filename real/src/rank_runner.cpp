@@ -439,7 +439,20 @@ std::vector<record::WaitEdge> RankRunner::wait_edges() const {
   }
   for (std::size_t i = 0; i < stopped_on_.size(); ++i) {
     const RequestPtr& r = stopped_on_[i];
-    if (r->complete.load(std::memory_order_acquire) || queued(i, r->op)) continue;
+    if (r->complete.load(std::memory_order_acquire)) {
+      // nccl: done, but its kernel still runs its other ops (the transport's blockers); one this
+      // WAIT awaits itself has its own edge.
+      if (i < stopped_behind_.size())
+        for (const Op& b : stopped_behind_[i]) {
+          if (std::any_of(stopped_on_.begin(), stopped_on_.end(),
+                          [&](const RequestPtr& q) { return q->op == b; }))
+            continue;
+          edges.push_back({rank_, stopped_pos_, text, run_.semantics.peer_of(b),
+                           streams.partner_text(rank_, r->op, b)});
+        }
+      continue;
+    }
+    if (queued(i, r->op)) continue;
     edges.push_back({rank_, stopped_pos_, text, run_.semantics.peer_of(r->op),
                      run_.program.op_text(rank_, r->op)});
   }

@@ -15,4 +15,10 @@ std::string P2pStreams::queued_text(int rank, const Op& awaited, const Op& block
                      p.op_text(rank, blocker), stream_name(rank, stream_of(awaited)));
 }
 
+std::string P2pStreams::partner_text(int rank, const Op& awaited, const Op& partner) const {
+  const Program& p = sem_.program();
+  return fmt::format("{} (done; its kernel waits on {})", p.op_text(rank, awaited),
+                     p.op_text(rank, partner));
+}
+
 }  // namespace ppsim::schedules

@@ -591,11 +591,31 @@ class Engine {
         awaits(rs.blocked_ep, "");
         continue;
       }
-      for (std::int32_t request : p_.wait_ids(r, op)) {
+      const auto requests = p_.wait_ids(r, op);
+      // Under nccl a WAIT on a done op waits on the rest of its kernel; a partner the WAIT awaits
+      // itself has its own edge.
+      auto awaited_here = [&](std::int32_t ep) {
+        return std::any_of(requests.begin(), requests.end(),
+                           [&](std::int32_t q) { return request_endpoint(r, q) == ep; });
+      };
+      for (std::int32_t request : requests) {
         const std::int32_t id = request_endpoint(r, request);
         const Endpoint& e = eps_[static_cast<std::size_t>(id)];
-        if (done_time(e) != kNever) continue;  // (as the executor: a done op adds no edge)
-        awaits(id, p_.op_text(r, op_at(r, static_cast<std::size_t>(e.pos))));
+        const Op& awaited = op_at(r, static_cast<std::size_t>(e.pos));
+        if (done_time(e) != kNever) {
+          // Done, but under nccl its kernel may not be: the WAIT waits on the kernel's other ops.
+          if (!nccl_ || waited_time(id) != kNever) continue;
+          const auto& k = streams_.kernel(streams_.kernel_of(id));
+          for (const std::int32_t b : streams_.members(k)) {
+            const Endpoint& be = eps_[static_cast<std::size_t>(b)];
+            if (done_time(be) != kNever || awaited_here(b)) continue;
+            const Op& partner = op_at(r, static_cast<std::size_t>(be.pos));
+            edges.push_back({r, pos, text, sem_.peer_of(partner),
+                             streams_.model().partner_text(r, awaited, partner)});
+          }
+          continue;
+        }
+        awaits(id, p_.op_text(r, awaited));
       }
     }
     return record::find_deadlock(R_, edges, finished);

@@ -257,11 +257,17 @@ class HostTransport final : public Transport {
   std::vector<RequestPtr> blockers(const Request& r) const override {
     std::lock_guard lock(mu_);
     std::vector<RequestPtr> out;
-    if (!nccl_ || r.complete.load(std::memory_order_relaxed)) return out;
+    if (!nccl_) return out;
     const auto it = op_of_.find(&r);
-    if (it == op_of_.end() || it->second->kernel == nullptr || it->second->kernel->running)
-      return out;
+    if (it == op_of_.end() || it->second->kernel == nullptr) return out;
     const Kernel& k = *it->second->kernel;
+    if (r.complete.load(std::memory_order_relaxed)) {
+      // Done, but its kernel is not: the ops of the kernel still running.
+      for (const NcclOp* o : k.ops)
+        if (!o->done) out.push_back(o->request);
+      return out;
+    }
+    if (k.running) return out;
     const auto s = streams_.find(stream_key(k.rank, k.stream));
     if (s == streams_.end() || s->second.head == nullptr) return out;
     for (const NcclOp* o : s->second.head->ops)

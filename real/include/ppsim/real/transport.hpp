@@ -58,9 +58,10 @@ class Transport {
   // group changes nothing.
   virtual void group_start(int /*rank*/) {}
   virtual void group_end(int /*rank*/) {}
-  // What a request that is not complete waits behind: empty while its kernel is running (and
-  // always under mpi, where every posted request progresses on its own); else the ops not yet
-  // complete of the kernel at the head of its stream, in kernel order.
+  // What a request waits behind: empty while its kernel is running (and always under mpi, where
+  // every posted request progresses on its own); else the ops not yet complete of the kernel at
+  // the head of its stream, in kernel order. For a complete request whose kernel is not (nccl:
+  // a WAIT returns with the kernel), the kernel's ops not yet complete.
   virtual std::vector<RequestPtr> blockers(const Request& /*request*/) const { return {}; }
 
   // Blocking send and receive: post, then wait.

@@ -64,6 +64,9 @@ class P2pStreams {
   // What a rank blocked on `awaited` waits for when that op is queued behind the kernel running
   // `blocker` on its stream: "0SEND_F0 (queued behind kernel 0RECV_B0 on rank 0's p2p stream)".
   std::string queued_text(int rank, const Op& awaited, const Op& blocker) const;
+  // An awaited op that is complete while `partner`, launched in the same kernel, is not: a WAIT
+  // returns with the kernel, so it waits on the partner's peer.
+  std::string partner_text(int rank, const Op& awaited, const Op& partner) const;
 
  private:
   const Semantics& sem_;
