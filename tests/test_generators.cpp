@@ -80,7 +80,8 @@ TEST_CASE("interleaved-1f1b rejects what Megatron-LM rejects", "[generators]") {
     return std::string("accepted");
   };
   CHECK(key_of(4, 8, 1, 0) == "chunks");                 // one chunk is plain 1F1B
-  CHECK(key_of(2, 8, 2, 0) == "ranks");                  // P must be > 2
+  CHECK(key_of(1, 8, 2, 0) == "ranks");                  // P must be >= 2
+  CHECK(key_of(2, 8, 2, 0) == "accepted");               // Megatron Core runs P = 2
   CHECK(key_of(4, 3, 2, 0) == "microbatch_group_size");  // group (default P=4) > M
   CHECK(key_of(4, 8, 2, 3) == "microbatch_group_size");  // group < P
   CHECK(key_of(4, 10, 2, 0) == "microbatches");          // 10 % 4 = 2, in (0, P)

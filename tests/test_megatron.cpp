@@ -1,6 +1,7 @@
 // The megatron comm style: Megatron-LM's p2p calls, batch by batch, and what they run like.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "error_of.hpp"
@@ -14,16 +15,18 @@ using schedules::Program;
 
 namespace {
 
-Program megatron(const schedules::ScheduleParams& params, bool overlap = false) {
-  schedules::LoweringOptions l{"megatron", {{"overlap_p2p_comm", overlap ? 1 : 0}}};
+Program megatron(const schedules::ScheduleParams& params, bool overlap = false,
+                 bool parity = false) {
+  schedules::LoweringOptions l{
+      "megatron", {{"overlap_p2p_comm", overlap ? 1 : 0}, {"parity_batches", parity ? 1 : 0}}};
   const std::string kind = params.chunks() > 1 ? "interleaved-1f1b" : "1f1b";
   return schedules::lower(schedules::generate(kind, params), l);
 }
 
-Program interleaved(int P, int M, int V, int group, bool overlap = false) {
+Program interleaved(int P, int M, int V, int group, bool overlap = false, bool parity = false) {
   return megatron(
-      {{"ranks", P}, {"microbatches", M}, {"chunks", V}, {"microbatch_group_size", group}},
-      overlap);
+      {{"ranks", P}, {"microbatches", M}, {"chunks", V}, {"microbatch_group_size", group}}, overlap,
+      parity);
 }
 
 // Every valid microbatch_group_size of Megatron's interleaved loop: [P, M], and M % group is 0 or
@@ -190,17 +193,20 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "megatron: every interleaved P <= 8, M <= 24, V <= 4 and valid microbatch_group_size "
-    "lowers clean and runs without deadlock, with and without overlap_p2p_comm",
+    "megatron: every interleaved 3 <= P <= 8, M <= 24, V <= 4 and valid microbatch_group_size "
+    "lowers clean and runs without deadlock, with and without overlap_p2p_comm or "
+    "parity_batches",
     "[megatron]") {
   int programs = 0;
   for (int P = 3; P <= 8; ++P)
     for (int V = 2; V <= 4; ++V)
       for (int M = P; M <= 24; ++M)
         for (int g : valid_groups(P, M))
-          for (bool overlap : {false, true}) {
-            const Program p = interleaved(P, M, V, g, overlap);
-            INFO("P=" << P << " V=" << V << " M=" << M << " group=" << g << " overlap=" << overlap);
+          for (int variant = 0; variant < 3; ++variant) {
+            const bool overlap = variant == 1, parity = variant == 2;
+            const Program p = interleaved(P, M, V, g, overlap, parity);
+            INFO("P=" << P << " V=" << V << " M=" << M << " group=" << g << " overlap=" << overlap
+                      << " parity=" << parity);
             auto o = test::uniform(P * V, 1.0, 2.0);
             o.network.matching =
                 config::Matching::fifo;  // NCCL's: the k-th send meets the k-th receive
@@ -209,8 +215,74 @@ TEST_CASE(
             REQUIRE(r.errors.empty());
             ++programs;
           }
-  // 1725 (P, V, M, group) combinations, each with both overlap settings
-  CHECK(programs == 2 * 1725);
+  // 1725 (P, V, M, group) combinations, each batched, overlapped and in parity order
+  CHECK(programs == 3 * 1725);
+}
+
+// With 2 ranks the previous and the next rank are one peer, so send_forward_backward_recv_
+// forward_backward posts two sends and two receives to it in one batch. _batched_p2p_ops' fixed
+// order (send_prev, recv_prev, send_next, recv_next) is the same on both ranks, so under fifo
+// matching the first send (a gradient) meets the first receive (an activation): Megatron-LM #5100
+// as the maintainers traced it (PR #5271: recv_prev and recv_next silently crossed at PP=2).
+TEST_CASE(
+    "megatron interleaved P=2 V=2 M=4: the fixed batch order crosses activations and gradients "
+    "under fifo matching; parity_batches does not",
+    "[megatron][nccl]") {
+  auto o = test::uniform(4, 1.0, 2.0);
+  o.network.matching = config::Matching::fifo;
+  const auto r = test::run(interleaved(2, 4, 2, 2), o);
+  REQUIRE_FALSE(r.deadlock);
+  std::vector<std::string> got;
+  for (const auto& e : r.errors) got.push_back(e.kind + " " + std::to_string(e.rank) + " " + e.op);
+  std::sort(got.begin(), got.end());
+  // Rank 0 posts 2SEND_B (to prev) before 0SEND_F (to next); rank 1 posts 1RECV_F (from prev)
+  // before 1RECV_B (from next): both go to and come from the one peer.
+  const std::vector<std::string> want = {
+      "message_order_mismatch 0 0RECV_B0#13", "message_order_mismatch 0 0RECV_B1#16",
+      "message_order_mismatch 0 2RECV_F2#11", "message_order_mismatch 0 2RECV_F3#14",
+      "message_order_mismatch 1 1RECV_B0#9",  "message_order_mismatch 1 1RECV_B1#13",
+      "message_order_mismatch 1 1RECV_F2#8",  "message_order_mismatch 1 1RECV_F3#11"};
+  CHECK(got == want);
+  bool named = false;
+  for (const auto& e : r.errors)
+    if (e.op == "1RECV_F2#8")
+      named = e.message.find("receives the message of 2SEND_B0#7 on rank 0") != std::string::npos;
+  CHECK(named);
+  // Under tag matching the same program is clean: only the pairing was wrong.
+  o.network.matching = config::Matching::tag;
+  CHECK(test::run(interleaved(2, 4, 2, 2), o).errors.empty());
+}
+
+TEST_CASE(
+    "megatron interleaved with 2 ranks, every V <= 4, M <= 16, valid group: the fixed order "
+    "only ever crosses messages, parity_batches runs clean in (V*M + 1)(f+b)",
+    "[megatron][nccl]") {
+  const double f = 1.0, b = 2.0;
+  int crossed = 0, programs = 0;
+  for (int V = 2; V <= 4; ++V)
+    for (int M = 2; M <= 16; ++M)
+      for (int g : valid_groups(2, M)) {
+        INFO("V=" << V << " M=" << M << " group=" << g);
+        auto o = test::uniform(2 * V, f, b);
+        o.network.matching = config::Matching::fifo;
+        const auto fixed = test::run(interleaved(2, M, V, g), o);
+        REQUIRE_FALSE(fixed.deadlock);
+        for (const auto& e : fixed.errors) {
+          REQUIRE(e.kind == "message_order_mismatch");
+          // an activation slot gets a gradient or the reverse, never a wrong microbatch of the
+          // right kind
+          const bool recv_f = e.op.find("RECV_F") != std::string::npos;
+          CHECK_THAT(e.message, Catch::Contains(recv_f ? "SEND_B" : "SEND_F"));
+        }
+        crossed += fixed.errors.empty() ? 0 : 1;
+        const auto parity = test::run(interleaved(2, M, V, g, false, true), o);
+        REQUIRE_FALSE(parity.deadlock);
+        CHECK(parity.errors.empty());
+        CHECK(parity.makespan == Approx((V * M + 1) * (f + b)));
+        ++programs;
+      }
+  // Only M = 2 with group 2 has no step that both sends forward and backward.
+  CHECK(crossed == programs - 3);
 }
 
 TEST_CASE(

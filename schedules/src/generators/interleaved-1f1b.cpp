@@ -37,12 +37,10 @@ Program build(const ScheduleParams& p) {
     throw ParameterError("chunks", fmt::format("interleaved-1f1b needs chunks >= 2 (got {}); "
                                                "with one chunk use 1f1b",
                                                V));
-  if (P < 3)
-    throw ParameterError("ranks",
-                         fmt::format("interleaved-1f1b needs ranks > 2 (got {}), as Megatron-LM "
-                                     "requires: with 2 ranks a batch would hold several sends "
-                                     "and receives between the same two ranks",
-                                     P));
+  if (P < 2)
+    throw ParameterError("ranks", fmt::format("interleaved-1f1b needs ranks >= 2 (got {}), as "
+                                              "Megatron-LM requires for virtual stages",
+                                              P));
   if (group < P || group > M)
     throw ParameterError(
         "microbatch_group_size",
@@ -87,7 +85,7 @@ void register_interleaved_1f1b(Registry& registry) {
        {"Interleaved1F1B", "interleaved"},
        "Megatron virtual pipeline: V chunks per rank (stage s on rank s mod P), "
        "warm-up 2(P-r-1) + (V-1)*group forwards",
-       {ranks_param("pipeline ranks P > 2"), microbatches_param("M >= microbatch_group_size"),
+       {ranks_param("pipeline ranks P >= 2"), microbatches_param("M >= microbatch_group_size"),
         ParamSpec("chunks", "virtual chunks per rank V >= 2").with_default(2).range(1),
         ParamSpec("microbatch_group_size",
                   "microbatches per chunk before moving on (default P, >= P)")

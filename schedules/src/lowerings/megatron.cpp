@@ -109,8 +109,6 @@ std::string refusal(const Program& p, const Params& params, Shape& shape, std::s
             head, r, p.op_text(r, op));
   int group = 1;
   if (V >= 2) {
-    if (P < 3)
-      return fmt::format("{}: with chunks = {} Megatron-LM needs ranks > 2 (got {})", head, V, P);
     // Megatron's forward order starts with `group` forwards of chunk 0 on every rank.
     group = 0;
     for (const Op& op : p.ops(0)) {
@@ -182,6 +180,7 @@ class Walk {
         s_(s),
         r_(l.rank()),
         overlap_(l.params().get("overlap_p2p_comm") != 0),
+        parity_(l.params().get("parity_batches") != 0),
         total_(s.M * s.V) {
     for (const Op& c : l.compute()) {
       auto& list = c.kind == OpKind::F ? fwd_ : bwd_;
@@ -213,7 +212,8 @@ class Walk {
   };
 
   // Posts a call's ops in Megatron's order and, when `wait_now`, waits all of them.
-  // batch_p2p_comm (no overlap): _batched_p2p_ops, send_prev, recv_prev, send_next, recv_next.
+  // batch_p2p_comm (no overlap): _batched_p2p_ops, send_prev, recv_prev, send_next, recv_next
+  // (with parity_batches, the _p2p_ops order below, still as one batch).
   // Otherwise _p2p_ops: even ranks send_next, recv_prev, send_prev, recv_next; odd ranks
   // recv_prev, send_next, recv_next, send_prev.
   Ids call(const Call& c, bool wait_now) {
@@ -223,7 +223,7 @@ class Walk {
       std::int32_t* id;
     };
     std::array<Item, 4> order{};
-    if (!overlap_)
+    if (!overlap_ && !parity_)
       order = {Item{&c.send_prev, &ids.send_prev}, Item{&c.recv_prev, &ids.recv_prev},
                Item{&c.send_next, &ids.send_next}, Item{&c.recv_next, &ids.recv_next}};
     else if (r_ % 2 == 0)
@@ -424,6 +424,7 @@ class Walk {
   Shape s_;
   int r_;
   bool overlap_;
+  bool parity_;
   int total_;
   std::vector<Op> fwd_, bwd_;
   std::vector<int> chunk_;  // chunk of the k-th forward
@@ -454,6 +455,13 @@ void register_megatron(LoweringRegistry& registry) {
                 {ParamSpec("overlap_p2p_comm",
                            "interleaved only: leave the steady state's batches open, waiting each "
                            "receive right before its consumer (0 or 1)")
+                     .with_default(0)
+                     .range(0, 1),
+                 ParamSpec("parity_batches",
+                           "batched calls post their ops in _p2p_ops' rank-parity order instead "
+                           "of _batched_p2p_ops' fixed one; with 2 ranks the fixed order crosses "
+                           "activations and gradients under fifo matching (Megatron-LM #5100, "
+                           "PR #5271) (0 or 1)")
                      .with_default(0)
                      .range(0, 1)},
                 lower_rank,
