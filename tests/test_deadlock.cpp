@@ -262,3 +262,41 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
     }
   }
 }
+
+TEST_CASE("A request waited twice: the second WAIT returns at once, also after its record was "
+          "reused",
+          "[deadlock][requests]") {
+  // Rank 0 waits request 0, posts request 1 (whose record may take request 0's slot), then waits
+  // both: request 0 is complete, so the run is the one that waits request 1 alone.
+  const std::string rank1 = "1RECV_F0,1F0,1RECV_F1,1F1,1B1,1SEND_B1,1B0,1SEND_B0\n";
+  auto program = [&](const std::string& second_wait) {
+    return schedules::Program::parse("0F0,0SEND_F0#0,WAIT(0),0F1,0SEND_F1#1," + second_wait +
+                                     ",0RECV_B1,0B1,0RECV_B0,0B0\n" + rank1);
+  };
+  auto o = test::uniform(2, 1, 2);
+  o.network.latency = 0.5;
+  const auto twice = sim::simulate(program("WAIT(0;1)"), o);
+  const auto once = sim::simulate(program("WAIT(1)"), o);
+  REQUIRE_FALSE(twice.deadlock);
+  REQUIRE_FALSE(once.deadlock);
+  CHECK(twice.makespan == once.makespan);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(twice.per_rank[r].end == once.per_rank[r].end);
+    CHECK(twice.per_rank[r].comm_exposed == once.per_rank[r].comm_exposed);
+  }
+}
+
+TEST_CASE("A WAIT blocked for good names only its pending requests, not one it had waited before",
+          "[deadlock][requests]") {
+  const auto prog = schedules::Program::parse(
+      "0F0,0SEND_F0#0,WAIT(0),0RECV_B0#1,WAIT(0;1),0B0\n"
+      "1RECV_F0,1F0,1B0\n");
+  const auto r = sim::simulate(prog, test::uniform(2, 1, 2));
+  REQUIRE(r.deadlock);
+  CHECK(r.deadlock->cycles.empty());
+  REQUIRE(r.deadlock->unmatched.size() == 1);
+  CHECK(r.deadlock->unmatched[0].rank == 0);
+  CHECK(r.deadlock->unmatched[0].op == "WAIT(0;1)");
+  CHECK(r.deadlock->unmatched[0].waiting_for == "0RECV_B0#1");
+  CHECK(r.deadlock->unmatched[0].peer == 1);
+}

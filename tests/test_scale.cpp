@@ -189,3 +189,43 @@ TEST_CASE("Diagnostics on a WAIT of 65,535 ids name it by its first ids and its 
         "rank 0 op 2 (" + label + "): request #0 was never posted before this WAIT");
   CHECK(diags[1000].message == "64535 more diagnostics were not listed");
 }
+
+TEST_CASE("Engine memory follows the comm ops in flight: 1F1B holds as many records at M=2048 as "
+          "at M=64",
+          "[scale][memory]") {
+  // Under mpi semantics a comm op's record is reused once its rank is past it, its buffer is
+  // released and its transfer has started; 1F1B keeps at most P-r activations in flight per rank.
+  const int P = 8;
+  auto records = [&](int M, std::string_view style) {
+    const auto prog = test::lowered("1f1b", P, M, 1, style);
+    auto o = test::uniform(P, 1, 2);
+    o.network.latency = 0.25;
+    o.network.bandwidth = 1e6;
+    o.network.boundary_bytes = 1 << 20;
+    o.memory.activation_bytes = 1 << 24;
+    const auto r = sim::simulate(prog, o);
+    REQUIRE_FALSE(r.deadlock);
+    // 1F1B bubble with comm: more than (P-1)/(M+P-1), the closed form without it.
+    CHECK(r.bubble_fraction > static_cast<double>(P - 1) / (M + P - 1));
+    return r.endpoint_records;
+  };
+  for (const auto* style : {"async", "async-send", "batched", "megatron"}) {
+    INFO(style);
+    const std::size_t small = records(64, style), large = records(2048, style);
+    CHECK(large == small);
+    CHECK(large <= static_cast<std::size_t>(8 * P * P));  // 2048 * 4 * (P-1) comm ops in all
+  }
+}
+
+TEST_CASE("Under nccl semantics the engine keeps every comm op's record (its streams name them)",
+          "[scale][memory][nccl]") {
+  auto o = test::uniform(4, 1, 2);
+  o.network.semantics = config::P2pSemantics::nccl;
+  o.network.matching = config::Matching::fifo;
+  const auto prog = test::lowered("1f1b", 4, 32, 1, "async");
+  const auto r = sim::simulate(prog, o);  // (one stream per rank: it hangs, which changes nothing)
+  std::size_t comm = 0;
+  for (int rank = 0; rank < prog.ranks(); ++rank)
+    for (const auto& op : prog.ops(rank)) comm += schedules::is_comm(op.kind);
+  CHECK(r.endpoint_records == comm);
+}

@@ -31,6 +31,7 @@ using engine::Endpoint;
 using engine::EventQueue;
 using engine::kNever;
 using engine::kNoEndpoint;
+using engine::kRetired;
 using engine::RankState;
 using record::Observer;
 using schedules::Diagnostic;
@@ -51,7 +52,9 @@ class Engine {
         R_(p.ranks()),
         nccl_(o.network.semantics == config::P2pSemantics::nccl),
         match_(p_, sem_, eps_),
-        mem_(eps_, obs),
+        mem_(eps_, obs,
+             [](void* engine, std::int32_t id) { static_cast<Engine*>(engine)->try_free(id); },
+             this),
         hazards_(p_, sem_),
         streams_(sem_, config::stream_options(o.network)) {}
 
@@ -98,6 +101,8 @@ class Engine {
     if (o_.network.latency < 0 || o_.network.bandwidth < 0)
       throw SimulationError("latency and bandwidth must be >= 0");
     const std::size_t tensors = sem_.tensor_count();
+    if (tensors > std::numeric_limits<std::uint32_t>::max())
+      throw SimulationError("too many tensors");
     match_.setup(o_.network.matching, tensors);
     assign_huge(recv_ep_, tensors, kNoEndpoint);
     assign_huge(send_f_ep_, tensors / 2, kNoEndpoint);  // forward tensors come first
@@ -120,8 +125,10 @@ class Engine {
       rs.dense_limit = static_cast<std::int32_t>(
           std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
     }
-    assign_huge(eps_, n_eps, Endpoint{});
+    eps_.clear();
+    free_eps_.clear();
     if (nccl_) {
+      assign_huge(eps_, n_eps, Endpoint{});
       streams_.setup(R_, n_eps);
       link_buffered_.clear();
       link_stalled_.clear();
@@ -132,6 +139,8 @@ class Engine {
   void init_endpoint(std::int32_t id, int r, int pos, const Op& op) {
     Endpoint& e = eps_[static_cast<std::size_t>(id)];
     RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    e = Endpoint{};
+    e.held = 1;
     e.rank = r;
     e.pos = pos;
     e.send = schedules::is_send(op.kind);
@@ -154,12 +163,15 @@ class Engine {
       }
     }
     const std::size_t t = tensor_index(op);
+    e.tensor = static_cast<std::uint32_t>(t);
+    e.send_f = op.kind == OpKind::SEND_F;
     if (!e.send)
       recv_ep_[t] = id;
-    else if (op.kind == OpKind::SEND_F)
+    else if (e.send_f)
       send_f_ep_[t] = id;
   }
 
+  // The endpoint of rank r's request, or kRetired once a WAIT on it has returned.
   std::int32_t request_endpoint(int r, std::int32_t request) const {
     const RankState& rs = ranks_[static_cast<std::size_t>(r)];
     if (request >= 0 && request < rs.dense_limit) {
@@ -192,6 +204,7 @@ class Engine {
   // When a WAIT on endpoint `id` can return: its op's completion, or under nccl its kernel's
   // (a group's requests complete together, as PyTorch's coalesced works do); kNever until known.
   double waited_time(std::int32_t id) const {
+    if (id == kRetired) return 0;
     if (!nccl_) return done_time(eps_[static_cast<std::size_t>(id)]);
     const auto& k = streams_.kernel(streams_.kernel_of(id));
     return k.remaining == 0 ? k.done : kNever;
@@ -223,7 +236,7 @@ class Engine {
     if (const auto out = sem_.released_output(op)) {
       const std::int32_t se = send_f_ep_[sem_.tensor_index(*out)];
       if (se != kNoEndpoint && eps_[static_cast<std::size_t>(se)].rank == r)
-        mem_.release_buffer(rs, eps_[static_cast<std::size_t>(se)], t);
+        mem_.release_buffer(rs, se, t);
     }
     switch (Semantics::stash_effect(op.kind)) {
       case Semantics::Stash::release:
@@ -244,7 +257,7 @@ class Engine {
   void release_recv(std::int32_t ep, int r, RankState& rs, double t) {
     if (ep == kNoEndpoint) return;
     Endpoint& e = eps_[static_cast<std::size_t>(ep)];
-    if (e.rank == r && done_time(e) <= t) mem_.release_buffer(rs, e, t);
+    if (e.rank == r && done_time(e) <= t) mem_.release_buffer(rs, ep, t);
   }
 
   const Op& op_at(int rank, std::size_t pos) const {
@@ -263,6 +276,10 @@ class Engine {
       if (obs_) obs_->on_blocked(r, static_cast<int>(pos), rs.blocked_since, t);
       rs.exposed += t - rs.blocked_since;
       rs.block = Block::none;
+      if (ops[pos].kind == OpKind::WAIT)
+        release_wait(r, ops[pos]);
+      else
+        release_held(rs.blocked_ep);
       ++rs.pc;
     }
     if (rs.start < 0 && rs.n_ops > 0) rs.start = t;
@@ -304,6 +321,7 @@ class Engine {
         const double ready = wait_time(r, rs, op);
         if (ready <= t) {
           if (obs_) obs_->on_blocked(r, pos, t, t);
+          release_wait(r, op);
           ++rs.pc;
           continue;
         }
@@ -316,7 +334,7 @@ class Engine {
         wake(r, ready);
         return;
       }
-      const std::int32_t id = rs.ep_base + rs.next_ep++;
+      const std::int32_t id = new_endpoint(rs);
       init_endpoint(id, r, pos, op);
       post(id, rs, op, t);
       Endpoint& e = eps_[static_cast<std::size_t>(id)];
@@ -328,13 +346,14 @@ class Engine {
       const double ready = done_time(e);
       if (ready <= t) {
         if (obs_) obs_->on_blocked(r, pos, t, t);
+        release_held(id);
         ++rs.pc;
         continue;
       }
       rs.blocked_since = t;
+      rs.blocked_ep = id;
       if (ready == kNever) {
         rs.block = Block::endpoint;
-        rs.blocked_ep = id;
         return;
       }
       rs.block = Block::waking;
@@ -343,6 +362,54 @@ class Engine {
     }
     rs.end = t;
     rs.block = Block::done;
+  }
+
+  // ---- endpoint records ----------------------------------------------------------------------
+  std::int32_t new_endpoint(RankState& rs) {
+    if (nccl_) return rs.ep_base + rs.next_ep++;
+    if (!free_eps_.empty()) {
+      const std::int32_t id = free_eps_.back();
+      free_eps_.pop_back();
+      return id;
+    }
+    eps_.emplace_back();
+    return static_cast<std::int32_t>(eps_.size() - 1);
+  }
+  // The rank has passed the WAIT `op`: its requests are complete (a later WAIT on one returns at
+  // once) and nothing waits on their endpoints any more.
+  void release_wait(int r, const Op& op) {
+    if (nccl_) return;
+    RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    for (const std::int32_t request : p_.wait_ids(r, op)) {
+      std::int32_t* slot = nullptr;
+      if (request >= 0 && request < rs.dense_limit)
+        slot = &rs.request_ep[static_cast<std::size_t>(request)];
+      else
+        slot = &rs.sparse_request_ep.find(request)->second;  // found by wait_time
+      const std::int32_t id = *slot;
+      *slot = kRetired;
+      release_held(id);
+    }
+  }
+  void release_held(std::int32_t id) {
+    if (nccl_ || id < 0) return;
+    eps_[static_cast<std::size_t>(id)].held = 0;
+    try_free(id);
+  }
+  // Frees endpoint `id` once nothing can read it again: its rank is past it (and its request
+  // was retired then), its buffer is released, it is matched and its completion time is known
+  // (the partner has nothing more to tell it). Its tensor's slot forgets it.
+  void try_free(std::int32_t id) {
+    if (nccl_) return;  // the streams index kernels by endpoint id
+    Endpoint& e = eps_[static_cast<std::size_t>(id)];
+    if (e.held || e.buffer_live || e.freed || e.partner == kNoEndpoint || e.at == kNever) return;
+    if (!e.send) {
+      if (recv_ep_[e.tensor] == id) recv_ep_[e.tensor] = kNoEndpoint;
+    } else if (e.send_f && send_f_ep_[e.tensor] == id) {
+      send_f_ep_[e.tensor] = kNoEndpoint;
+    }
+    e.freed = 1;
+    free_eps_.push_back(id);
   }
 
   // ---- communication -------------------------------------------------------------------------
@@ -355,7 +422,7 @@ class Engine {
     if (e.send && net_.eager()) {  // the data is copied out at once: the buffer is free again
       e.eager = 1;
       net_.make_ready(id, t);
-      if (e.frees_when_sent) mem_.release_buffer(rs, e, t);
+      if (e.frees_when_sent) mem_.release_buffer(rs, id, t);
     }
     const std::int32_t other = match_.post(id, op);
     if (other != kNoEndpoint) {
@@ -388,6 +455,7 @@ class Engine {
     r.at = s.at;
     transferred(s, r);
     wake_if_waiting(recv_id, t);
+    try_free(send_id);
   }
 
   // The instant is over: its ready transfers take their links (in the network's order).
@@ -409,8 +477,12 @@ class Engine {
         },
         // Ranks blocked on these transfers resume when they complete.
         [&](std::int32_t id, const Endpoint& s) {
+          const std::int32_t partner = s.partner;
           wake_if_waiting(id, t);
-          if (s.partner != kNoEndpoint) wake_if_waiting(s.partner, t);
+          if (partner == kNoEndpoint) return;
+          wake_if_waiting(partner, t);
+          try_free(partner);
+          try_free(id);
         });
   }
   void count_bytes(const Endpoint& s, const Endpoint& r) {
@@ -553,6 +625,7 @@ class Engine {
     }
     res.summarize();
     res.comm_bytes = comm_bytes_;
+    res.endpoint_records = eps_.size();
     if (stuck) res.deadlock = analyze_deadlock();
     res.errors = hazards_.take();
     if (obs_) obs_->on_end();
@@ -600,6 +673,7 @@ class Engine {
       };
       for (std::int32_t request : requests) {
         const std::int32_t id = request_endpoint(r, request);
+        if (id == kRetired) continue;  // waited before, complete
         const Endpoint& e = eps_[static_cast<std::size_t>(id)];
         const Op& awaited = op_at(r, static_cast<std::size_t>(e.pos));
         if (done_time(e) != kNever) {
@@ -631,6 +705,7 @@ class Engine {
   EventQueue queue_;
   std::vector<RankState> ranks_;
   std::vector<Endpoint> eps_;
+  std::vector<std::int32_t> free_eps_;  // mpi: endpoint slots to reuse
   engine::Network net_;
   engine::MpiMatching match_;
   engine::Memory mem_;

@@ -15,7 +15,10 @@ namespace ppsim::sim::engine {
 // `rs` is always the state of `rank`, the rank that owns the memory (for an endpoint: its rank).
 class Memory {
  public:
-  Memory(std::vector<Endpoint>& eps, record::Observer* obs) : eps_(eps), obs_(obs) {}
+  // on_release(id): endpoint id's buffer was released (the engine may then reuse the endpoint).
+  using ReleaseHook = void (*)(void* context, std::int32_t id);
+  Memory(std::vector<Endpoint>& eps, record::Observer* obs, ReleaseHook on_release, void* context)
+      : eps_(eps), obs_(obs), on_release_(on_release), context_(context) {}
 
   // `dense`: a (rank, microbatch) grid is small next to the program (the Semantics' cells are
   // dense); otherwise the counters live in a map, sized by the stashes alive.
@@ -55,7 +58,7 @@ class Memory {
       std::pop_heap(rs.releases.begin(), rs.releases.end(), later);
       const auto [when, id] = rs.releases.back();
       rs.releases.pop_back();
-      release_buffer(rs, eps_[static_cast<std::size_t>(id)], when);
+      release_buffer(rs, id, when);
     }
   }
   void release_when_sent(RankState& rs, const Endpoint& e, std::int32_t id) {
@@ -64,15 +67,19 @@ class Memory {
     std::push_heap(q.begin(), q.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   }
-  void release_buffer(RankState& rs, Endpoint& e, double time) {
+  void release_buffer(RankState& rs, std::int32_t id, double time) {
+    Endpoint& e = eps_[static_cast<std::size_t>(id)];
     if (!e.buffer_live) return;
     e.buffer_live = 0;
     add(rs, e.rank, -buffer_bytes_, time);
+    on_release_(context_, id);
   }
 
  private:
   std::vector<Endpoint>& eps_;
   record::Observer* obs_;
+  ReleaseHook on_release_;
+  void* context_;
   std::size_t M_ = 0;
   std::int64_t buffer_bytes_ = 0;
   bool dense_ = true;

@@ -42,8 +42,8 @@ class Network {
   }
 
   // Transfers that become ready at one instant take their links once the instant is over, in the
-  // order their senders posted them (DESIGN.md's tie rule): endpoint ids follow each rank's post
-  // order, and a link has one sender.
+  // order their senders posted them (DESIGN.md's tie rule): by sender, then by the op's position
+  // (a link has one sender; endpoint ids are reused, so they say nothing of the order).
   bool has_ready() const { return !ready_.empty(); }
   double ready_time() const { return ready_time_; }
   void make_ready(std::int32_t send_id, double t) {
@@ -54,7 +54,11 @@ class Network {
   // after_all(id, send) for each once all have started (ranks blocked on them wake then).
   template <typename Started, typename AfterAll>
   void start_ready(std::vector<Endpoint>& eps, Started&& started, AfterAll&& after_all) {
-    std::sort(ready_.begin(), ready_.end());
+    std::sort(ready_.begin(), ready_.end(), [&](std::int32_t a, std::int32_t b) {
+      const Endpoint& x = eps[static_cast<std::size_t>(a)];
+      const Endpoint& y = eps[static_cast<std::size_t>(b)];
+      return x.rank != y.rank ? x.rank < y.rank : x.pos < y.pos;
+    });
     for (const std::int32_t id : ready_) {
       Endpoint& s = eps[static_cast<std::size_t>(id)];
       start_transfer(s, ready_time_);

@@ -37,8 +37,10 @@ void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
   v.assign(n, value);
 }
 
-// One per comm op, filled when the op is posted. Ids are assigned up front (rank r's k-th comm op
-// is endpoint base[r] + k) so the array is allocated once. 32 bytes: tens of millions of these.
+// The record of a posted comm op. Under mpi semantics a record lives only while something still
+// needs it and its slot is then reused (Engine::try_free), so the engine's memory follows the
+// comm ops in flight, not the program's length; under nccl rank r's k-th comm op is endpoint
+// base[r] + k (the streams index their kernels by that id). 32 bytes.
 // A transfer's end is known when its two sides match, so completions need no events of their own:
 // a rank that has to wait for one is woken at that time, and the others just compare times.
 struct Endpoint {
@@ -47,12 +49,19 @@ struct Endpoint {
   std::int32_t pos = 0;
   std::int32_t partner = kNoEndpoint;
   std::int32_t link = 0;
+  std::uint32_t tensor = 0;  // Semantics::tensor_index of what it moves
   // frees_when_sent: a gradient, or a forward output under deallocate_outputs. nccl only:
   // running (its kernel runs), buffered (a send that went into its peer's buffer), ready (its
-  // transfer has been asked for).
-  std::uint8_t send : 1 = 0, async : 1 = 0, buffer_live : 1 = 0, eager : 1 = 0,
-                      frees_when_sent : 1 = 0, running : 1 = 0, buffered : 1 = 0, ready : 1 = 0;
+  // transfer has been asked for). held: its rank has not yet passed the op (blocking) or the
+  // WAIT on its request (async). freed: the slot is on the free list.
+  std::uint16_t send : 1 = 0, async : 1 = 0, buffer_live : 1 = 0, eager : 1 = 0,
+                       frees_when_sent : 1 = 0, running : 1 = 0, buffered : 1 = 0, ready : 1 = 0,
+                       held : 1 = 0, freed : 1 = 0, send_f : 1 = 0;
 };
+static_assert(sizeof(Endpoint) == 32);
+
+// A request whose endpoint was freed after its WAIT: complete, at a time already past.
+constexpr std::int32_t kRetired = -2;
 
 // When the endpoint's op completes; kNever while its partner has not posted. An eager send
 // completes when posted.

@@ -30,6 +30,9 @@ class SimulationError : public std::runtime_error {
 struct SimResult : record::RunMetrics {
   std::optional<record::Deadlock> deadlock;
   std::vector<schedules::Diagnostic> errors;
+  // The most communication-op records the engine held at once (32 bytes each): under mpi
+  // semantics the comm ops in flight, not the program's length; under nccl every comm op.
+  std::size_t endpoint_records = 0;
 };
 
 // `program` must have no fatal diagnostics from schedules::validate. The observer, if any, sees
