@@ -263,9 +263,10 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
   }
 }
 
-TEST_CASE("A request waited twice: the second WAIT returns at once, also after its record was "
-          "reused",
-          "[deadlock][requests]") {
+TEST_CASE(
+    "A request waited twice: the second WAIT returns at once, also after its record was "
+    "reused",
+    "[deadlock][requests]") {
   // Rank 0 waits request 0, posts request 1 (whose record may take request 0's slot), then waits
   // both: request 0 is complete, so the run is the one that waits request 1 alone.
   const std::string rank1 = "1RECV_F0,1F0,1RECV_F1,1F1,1B1,1SEND_B1,1B0,1SEND_B0\n";

@@ -190,9 +190,10 @@ TEST_CASE("Diagnostics on a WAIT of 65,535 ids name it by its first ids and its 
   CHECK(diags[1000].message == "64535 more diagnostics were not listed");
 }
 
-TEST_CASE("Engine memory follows the comm ops in flight: 1F1B holds as many records at M=2048 as "
-          "at M=64",
-          "[scale][memory]") {
+TEST_CASE(
+    "Engine memory follows the comm ops in flight: 1F1B holds as many records at M=2048 as "
+    "at M=64",
+    "[scale][memory]") {
   // Under mpi semantics a comm op's record is reused once its rank is past it, its buffer is
   // released and its transfer has started; 1F1B keeps at most P-r activations in flight per rank.
   const int P = 8;

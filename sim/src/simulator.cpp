@@ -52,9 +52,10 @@ class Engine {
         R_(p.ranks()),
         nccl_(o.network.semantics == config::P2pSemantics::nccl),
         match_(p_, sem_, eps_),
-        mem_(eps_, obs,
-             [](void* engine, std::int32_t id) { static_cast<Engine*>(engine)->try_free(id); },
-             this),
+        mem_(
+            eps_, obs,
+            [](void* engine, std::int32_t id) { static_cast<Engine*>(engine)->try_free(id); },
+            this),
         hazards_(p_, sem_),
         streams_(sem_, config::stream_options(o.network)) {}
 

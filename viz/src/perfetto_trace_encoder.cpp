@@ -10,6 +10,7 @@
 // would overlap on one track (Perfetto needs them nested) go to extra tracks "NAME (2)", ...
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,15 +54,33 @@ constexpr std::uint64_t kChildOrderingExplicit = 3;
 constexpr std::uint64_t kSequence = 1;
 constexpr std::size_t kFlushAt = 1 << 20;
 
-// A growing byte buffer with protobuf field writers.
+// A growing byte buffer with protobuf field writers. Bytes go through a raw pointer into storage
+// kept larger than needed: this is the hot path of a large trace, written once per field.
 class Proto {
  public:
-  void varint(std::uint64_t v) {
+  static constexpr std::size_t kMaxVarint = 10;
+  static std::size_t varint_size(std::uint64_t v) {
+    std::size_t n = 1;
     while (v >= 0x80) {
-      b_.push_back(static_cast<char>(v | 0x80));
+      v >>= 7;
+      ++n;
+    }
+    return n;
+  }
+
+  [[gnu::always_inline]] void varint(std::uint64_t v) {
+    char* p = room(kMaxVarint);
+    if (v < 0x80) {  // tags, flags, small ids: most varints are one byte
+      *p = static_cast<char>(v);
+      ++n_;
+      return;
+    }
+    while (v >= 0x80) {
+      *p++ = static_cast<char>(v | 0x80);
       v >>= 7;
     }
-    b_.push_back(static_cast<char>(v));
+    *p++ = static_cast<char>(v);
+    n_ = static_cast<std::size_t>(p - b_.data());
   }
   void tag(int field, int wire) { varint(static_cast<std::uint64_t>(field) << 3 | wire); }
   void u(int field, std::uint64_t v) {
@@ -71,26 +90,40 @@ class Proto {
   void i(int field, std::int64_t v) { u(field, static_cast<std::uint64_t>(v)); }
   void fixed64(int field, std::uint64_t v) {
     tag(field, kFixed64);
-    for (int k = 0; k < 8; ++k) b_.push_back(static_cast<char>(v >> (8 * k)));
+    char* p = room(8);
+    for (int k = 0; k < 8; ++k) p[k] = static_cast<char>(v >> (8 * k));
+    n_ += 8;
+  }
+  void raw(std::string_view s) {
+    std::memcpy(room(s.size()), s.data(), s.size());
+    n_ += s.size();
   }
   void bytes(int field, std::string_view s) {
     tag(field, kLen);
     varint(s.size());
-    b_.append(s);
+    raw(s);
   }
   void bytes2(int field, std::string_view a, std::string_view b) {
     tag(field, kLen);
     varint(a.size() + b.size());
-    b_.append(a);
-    b_.append(b);
+    raw(a);
+    raw(b);
   }
-  void message(int field, const Proto& m) { bytes(field, m.b_); }
-  void clear() { b_.clear(); }
-  const std::string& str() const { return b_; }
-  std::size_t size() const { return b_.size(); }
+  void message(int field, const Proto& m) { bytes(field, m.str()); }
+  void clear() { n_ = 0; }
+  std::string_view str() const { return {b_.data(), n_}; }
+  std::size_t size() const { return n_; }
 
  private:
-  std::string b_;
+  // At least k writable bytes at data() + n_.
+  char* room(std::size_t k) {
+    if (n_ + k > b_.size()) [[unlikely]]
+      grow(k);
+    return b_.data() + n_;
+  }
+  [[gnu::noinline]] void grow(std::size_t k) { b_.resize(std::max(2 * b_.size(), n_ + k + 256)); }
+  std::string b_;  // b_.size() is the capacity; n_ bytes are written
+  std::size_t n_ = 0;
 };
 
 std::uint64_t to_ns(double us) {
@@ -309,13 +342,20 @@ class PerfettoEncoder : public TraceEncoder {
       ev_.message(f::debug_annotations, da_);
     }
   }
+  // One TracePacket {timestamp, sequence_id, sequence_flags, track_event} written straight into
+  // the output buffer: its length is known from the event's.
   void event_packet(std::uint64_t ts) {
-    pkt_.clear();
-    pkt_.u(f::timestamp, ts);
-    pkt_.u(f::sequence_id, kSequence);
-    pkt_.u(f::sequence_flags, kNeedsIncrementalState);
-    pkt_.message(f::track_event, ev_);
-    emit_packet();
+    const std::size_t ev = ev_.size();
+    const std::size_t len = 1 + Proto::varint_size(ts) + 1 + Proto::varint_size(kSequence) + 1 +
+                            Proto::varint_size(kNeedsIncrementalState) + 1 +
+                            Proto::varint_size(ev) + ev;
+    buf_.tag(f::trace_packet, kLen);
+    buf_.varint(len);
+    buf_.u(f::timestamp, ts);
+    buf_.u(f::sequence_id, kSequence);
+    buf_.u(f::sequence_flags, kNeedsIncrementalState);
+    buf_.message(f::track_event, ev_);
+    if (buf_.size() >= kFlushAt) flush();
   }
   void emit_packet() {
     buf_.message(f::trace_packet, pkt_);
