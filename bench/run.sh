@@ -2,7 +2,7 @@
 # Runs the benchmarks and regenerates docs/BENCHMARKS.md from bench/BENCHMARKS.md.in: every
 # @@NAME@@ line of the template is replaced by the output of the command of that name below, so
 # the figures in the document are what the benchmarks printed, never typed by hand.
-# Usage: [BASE=OLD_BUILD_DIR] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
+# Usage: [BASE=OLD_BUILD_DIR [BASE_TRACE_FORMATS=json,pftrace]] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
 #        ppsim, ppsim_bench_sim and ppsim_bench_event_loop built). Prints the tables too.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +28,7 @@ if [ "${RENDER_ONLY:-0}" != 1 ]; then
 run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
-  run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats json ${E2E_ARGS:-}
+  run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
 else
   echo "(no BASE build given to bench/run.sh)" >"$TMP/E2EBASE"
 fi
