@@ -312,7 +312,9 @@ TEST_CASE("svg timeline: a long cycle wraps to the drawing's width, every op sti
   REQUIRE(rec.deadlock);
   const std::string cycle = rec.deadlock->describe();
   REQUIRE(cycle.size() > 400);
-  const Svg svg = parse(draw(rec, {.width = 800}));
+  const Svg svg = parse(draw(rec, {.width = 800, .interactive = false, .id_prefix = ""}));
+  // The title says which point-to-point model ran.
+  CHECK(svg.all("text", "title").at(0)->text.find("custom (custom, nccl)") != std::string::npos);
   std::string words;
   std::size_t lines = 0;
   // The deadlock group's lines follow it in document order.

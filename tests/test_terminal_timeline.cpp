@@ -133,3 +133,19 @@ TEST_CASE("terminal timeline: a measured run is labelled; no trace is an error",
   rec.trace.reset();
   CHECK_THROWS_AS(viz::terminal_timeline(rec), std::invalid_argument);
 }
+
+TEST_CASE("terminal timeline: the header names the point-to-point model when it is NCCL's",
+          "[terminal]") {
+  json j = {{"name", "term-nccl"},
+            {"schedule", {{"kind", "1f1b"}, {"ranks", 2}, {"microbatches", 2}}},
+            {"costs", {{"forward", 1.0}, {"backward", 2.0}}},
+            {"comm", {{"style", "batched"}, {"semantics", "nccl"}}}};
+  const auto nccl = sim::analyze(config::parse_config(j, "term-nccl.json"), {.trace = true});
+  CHECK(lines_of(viz::terminal_timeline(nccl, {.width = 80, .color = false}))
+            .at(0)
+            .starts_with("term-nccl \u2014 1f1b (batched, nccl) \u00b7 simulated"));
+  const auto mpi = simulate("1f1b", 2, 2, "batched", true);
+  CHECK(lines_of(viz::terminal_timeline(mpi, {.width = 80, .color = false}))
+            .at(0)
+            .starts_with("term \u2014 1f1b (batched) \u00b7 simulated"));
+}

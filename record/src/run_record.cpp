@@ -4,6 +4,14 @@
 
 namespace ppsim::record {
 
+std::string RunInfo::comm_label() const {
+  return comm_style + "/" + (semantics == "nccl" ? semantics : matching);
+}
+
+std::string RunInfo::style_title() const {
+  return semantics == "nccl" ? comm_style + ", nccl" : comm_style;
+}
+
 std::string Verdict::text() const {
   const char* s = count == 1 ? "" : "s";
   switch (kind) {

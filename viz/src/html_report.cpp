@@ -97,8 +97,7 @@ std::string table_row(const record::RunRecord& run, std::size_t index) {
               run.info.name, "name");
   row += cell(xml_escape(origin_of(run)), origin_of(run), "origin");
   row += cell(xml_escape(run.info.schedule), run.info.schedule);
-  const std::string comm = run.info.comm_style + "/" +
-                           (run.info.semantics == "nccl" ? run.info.semantics : run.info.matching);
+  const std::string comm = run.info.comm_label();
   row += cell(xml_escape(comm), comm);
   row += number_cell(p.ranks(), fmt::format("{}", p.ranks()));
   row += number_cell(p.chunks(), fmt::format("{}", p.chunks()));

@@ -8,22 +8,12 @@
 
 namespace ppsim::viz {
 
-namespace {
-
-// "async/tag", "batched/fifo"; under NCCL's model (always fifo) "batched/nccl".
-std::string style_of(const record::RunRecord& a) {
-  return fmt::format("{}/{}", a.info.comm_style,
-                     a.info.semantics == "nccl" ? a.info.semantics : a.info.matching);
-}
-
-}  // namespace
-
 std::string summary_text(const record::RunRecord& a) {
   const auto& p = *a.program;
   const auto& u = a.info.time_unit;
-  std::string out =
-      fmt::format("{}: {} P={} V={} S={} M={} comm={} ({} ops)\n", a.info.name, a.info.schedule,
-                  p.ranks(), p.chunks(), p.stages(), p.microbatches(), style_of(a), p.total_ops());
+  std::string out = fmt::format("{}: {} P={} V={} S={} M={} comm={} ({} ops)\n", a.info.name,
+                                a.info.schedule, p.ranks(), p.chunks(), p.stages(),
+                                p.microbatches(), a.info.comm_label(), p.total_ops());
   if (a.metrics) {
     const auto& r = *a.metrics;
     out += fmt::format("  makespan         {:.4f} {}\n", r.makespan, u);
@@ -108,8 +98,8 @@ std::string compare_table(const std::vector<record::RunRecord>& runs) {
                             r.peak_memory_bytes, r.comm_bytes);
     }
     out += fmt::format("{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {}  {}\n", a.info.name, w,
-                       a.info.schedule, p.ranks(), p.chunks(), p.microbatches(), style_of(a),
-                       metrics, a.verdict().text());
+                       a.info.schedule, p.ranks(), p.chunks(), p.microbatches(),
+                       a.info.comm_label(), metrics, a.verdict().text());
   }
   return out;
 }
@@ -134,8 +124,8 @@ std::string compare_csv(const std::vector<record::RunRecord>& runs) {
                             r.peak_inflight, r.peak_memory_bytes, r.comm_bytes);
     }
     out += fmt::format("{},{},{},{},{},{},{},{},{}\n", quote(a.info.name), quote(a.info.schedule),
-                       p.ranks(), p.chunks(), p.microbatches(), style_of(a), a.info.time_unit,
-                       metrics, quote(a.verdict().text()));
+                       p.ranks(), p.chunks(), p.microbatches(), a.info.comm_label(),
+                       a.info.time_unit, metrics, quote(a.verdict().text()));
   }
   return out;
 }

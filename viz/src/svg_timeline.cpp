@@ -206,7 +206,7 @@ class Drawer {
 
   void title() {
     std::string text = fmt::format("{} \u2014 {}", rec_.info.name, rec_.info.schedule);
-    if (!rec_.info.comm_style.empty()) text += fmt::format(" ({})", rec_.info.comm_style);
+    if (!rec_.info.comm_style.empty()) text += fmt::format(" ({})", rec_.info.style_title());
     text += fmt::format(" \u00b7 {} \u00b7 P={} M={}", trace_.origin, program_.ranks(),
                         program_.microbatches());
     if (program_.chunks() > 1) text += fmt::format(" V={}", program_.chunks());

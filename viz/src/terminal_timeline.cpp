@@ -80,7 +80,7 @@ std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimeli
   const std::string makespan =
       fmt::format("{:.4g} {}", rec.metrics ? rec.metrics->makespan : t_max, trace.time_unit);
   out += fmt::format("{} \u2014 {} ({}) \u00b7 {} \u00b7 makespan {}{}\n", rec.info.name,
-                     rec.info.schedule, rec.info.comm_style, trace.origin, makespan,
+                     rec.info.schedule, rec.info.style_title(), trace.origin, makespan,
                      deadlocked ? " \u00b7 DEADLOCK" : "");
 
   auto paint = [&](std::string& line, char ch, std::string_view sgr, std::string_view& current) {

@@ -24,6 +24,11 @@ struct RunInfo {
   std::string time_unit = "ms";
   std::string origin = "simulated";  // or "measured"
   std::string semantics = "mpi";     // comm.semantics: "mpi" or "nccl"
+
+  // "async/tag", "batched/fifo"; under NCCL's model (always fifo) "batched/nccl".
+  std::string comm_label() const;
+  // The comm style as the pictures title it: "async", or "async, nccl" under NCCL's model.
+  std::string style_title() const;
 };
 
 enum class VerdictKind { ok, errors, deadlock, hang, invalid };
