@@ -344,6 +344,9 @@ class PerfettoEncoder : public TraceEncoder {
   }
   // One TracePacket {timestamp, sequence_id, sequence_flags, track_event} written straight into
   // the output buffer: its length is known from the event's.
+  static_assert(f::timestamp < 16 && f::sequence_id < 16 && f::sequence_flags < 16 &&
+                    f::track_event < 16,
+                "event_packet counts one byte per field tag");
   void event_packet(std::uint64_t ts) {
     const std::size_t ev = ev_.size();
     const std::size_t len = 1 + Proto::varint_size(ts) + 1 + Proto::varint_size(kSequence) + 1 +
