@@ -69,6 +69,7 @@ class Engine {
       if (queue_.empty()) break;
       const auto e = queue_.pop();
       const auto code = EventQueue::code_of(e);
+      if (!queue_.empty()) prefetch_rank(queue_.top_code());
       if (code < static_cast<std::uint32_t>(R_))
         resume(static_cast<int>(code), EventQueue::time_of(e));
       else
@@ -109,6 +110,7 @@ class Engine {
     assign_huge(send_f_ep_, tensors / 2, kNoEndpoint);  // forward tensors come first
     mem_.setup(R_, M_, o_.network.boundary_bytes, sem_.dense());
     ranks_.resize(static_cast<std::size_t>(R_));
+    cursor_.assign(static_cast<std::size_t>(R_), nullptr);
     net_.setup(o_.network, R_);
 
     // The engine reads the Program's ops in place: a copy (kept once for its locality) cost a
@@ -119,6 +121,7 @@ class Engine {
       rs.ep_base = static_cast<std::int32_t>(n_eps);
       const auto& ops = p_.ops(r);
       rs.ops = ops.data();
+      cursor_[static_cast<std::size_t>(r)] = rs.ops;
       rs.n_ops = ops.size();
       for (const Op& op : ops) n_eps += schedules::is_comm(op.kind);
       if (n_eps >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
@@ -138,20 +141,13 @@ class Engine {
 
   // An endpoint's fields, filled when its op is posted.
   void init_endpoint(std::int32_t id, int r, int pos, const Op& op) {
-    Endpoint& e = eps_[static_cast<std::size_t>(id)];
     RankState& rs = ranks_[static_cast<std::size_t>(r)];
-    e = Endpoint{};
-    e.held = 1;
-    e.rank = r;
-    e.pos = pos;
-    e.send = schedules::is_send(op.kind);
-    e.async = op.async;
-    e.frees_when_sent = e.send && (op.kind == OpKind::SEND_B || o_.memory.deallocate_outputs);
+    const bool send = schedules::is_send(op.kind), send_f = op.kind == OpKind::SEND_F;
     const int peer = sem_.peer_of(op);
     if (peer < 0 || peer == r)
       throw SimulationError(
           fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
-    e.link = net_.link_of(rs, r, peer, e.send);
+    const int link = net_.link_of(rs, r, peer, send);
     if (op.async) {
       if (op.request < rs.dense_limit) {
         if (static_cast<std::size_t>(op.request) >= rs.request_ep.size())
@@ -164,11 +160,22 @@ class Engine {
       }
     }
     const std::size_t t = tensor_index(op);
-    e.tensor = static_cast<std::uint32_t>(t);
-    e.send_f = op.kind == OpKind::SEND_F;
-    if (!e.send)
+    // One store of the whole record: setting fields of a zeroed record one by one read back
+    // partly written bytes, and the stalls cost more than the rest of this function.
+    eps_[static_cast<std::size_t>(id)] = Endpoint{
+        .rank = r,
+        .pos = pos,
+        .link = link,
+        .tensor = static_cast<std::uint32_t>(t),
+        .send = send,
+        .async = op.async,
+        .frees_when_sent = send && (op.kind == OpKind::SEND_B || o_.memory.deallocate_outputs),
+        .held = 1,
+        .send_f = send_f,
+    };
+    if (!send)
       recv_ep_[t] = id;
-    else if (e.send_f)
+    else if (send_f)
       send_f_ep_[t] = id;
   }
 
@@ -188,6 +195,15 @@ class Engine {
   }
 
   // ---- events ------------------------------------------------------------------------------
+  // The next event's rank: its state and the op it resumes at are loaded while this event runs
+  // (with hundreds of ranks both are usually out of cache, and the wait for them was a third
+  // of resume's time).
+  void prefetch_rank(std::uint32_t code) const {
+    if (code >= static_cast<std::uint32_t>(R_)) return;
+    const char* rs = reinterpret_cast<const char*>(&ranks_[code]);
+    for (int line = 0; line < 3; ++line) __builtin_prefetch(rs + 64 * line);
+    __builtin_prefetch(cursor_[code]);
+  }
   void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank)); }
 
   // When all requests of the WAIT at rank r's pc are complete (kNever if one is not matched yet),
@@ -266,6 +282,12 @@ class Engine {
   }
 
   void resume(int r, double t) {
+    issue(r, t);
+    const RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    cursor_[static_cast<std::size_t>(r)] = rs.ops + rs.pc;  // past the end once done: harmless
+  }
+  // Rank r runs from its pc at time t until it blocks, waits for a compute op's end, or is done.
+  void issue(int r, double t) {
     RankState& rs = ranks_[static_cast<std::size_t>(r)];
     const Op* ops = rs.ops;
     if (rs.pending_end >= 0) {
@@ -705,6 +727,7 @@ class Engine {
   std::int64_t comm_bytes_ = 0;
   EventQueue queue_;
   std::vector<RankState> ranks_;
+  std::vector<const Op*> cursor_;  // rank -> the op at its pc (read by prefetch_rank only)
   std::vector<Endpoint> eps_;
   std::vector<std::int32_t> free_eps_;  // mpi: endpoint slots to reuse
   engine::Network net_;

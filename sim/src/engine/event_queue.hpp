@@ -20,6 +20,7 @@ class EventQueue {
   using Event = unsigned __int128;
   bool empty() const { return h_.empty(); }
   double top_time() const { return time_of(h_.front()); }
+  std::uint32_t top_code() const { return code_of(h_.front()); }
   static double time_of(Event e) {
     return std::bit_cast<double>(static_cast<std::uint64_t>(e >> 64));
   }

@@ -72,33 +72,37 @@ inline double done_time(const Endpoint& e) {
 // `waking`: its wake-up is queued (so later matches do not queue a second one).
 enum class Block : std::uint8_t { none, endpoint, wait, waking, done };
 
-struct RankState {
+// Laid out by use: the first three cache lines hold what issuing an op reads (the engine
+// prefetches them for the next event's rank), the rest what only some events or the end read.
+struct alignas(64) RankState {
   const schedules::Op* ops = nullptr;  // this rank's ops, read in place from the Program
   std::size_t n_ops = 0;
   std::size_t pc = 0;
-  std::size_t markers = 0;  // group markers passed (they take no time and leave no span)
-  std::int32_t next_ep = 0;
-  std::int32_t ep_base = 0;
   std::int32_t pending_end = -1;  // compute op whose end effects apply when the rank resumes
   Block block = Block::none;
   std::int32_t blocked_ep = kNoEndpoint;
+  std::int32_t dense_limit = 0;
   double blocked_since = 0;
   // The WAIT at pc: its requests before wait_next are complete, the last at wait_ready. Completion
   // times never change once known, so each request is looked at once however often it wakes us.
   std::size_t wait_next = 0;
   double wait_ready = 0;
-  double start = -1, end = 0;
-  double busy = 0, exposed = 0;
-  std::int64_t memory = 0, peak_memory = 0;
-  std::int64_t sent = 0, recv = 0;
-  int inflight = 0, peak_inflight = 0;
   // request id -> endpoint: a vector for the dense ids lowering makes, a map for the others
   std::vector<std::int32_t> request_ep;
-  std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
-  std::int32_t dense_limit = 0;
   std::vector<std::pair<int, int>> links;  // (peer, link id), negative peer = incoming
+  double busy = 0, exposed = 0;
   // Sent buffers that free themselves when their transfer ends: (time, endpoint), a min-heap.
   std::vector<std::pair<double, std::int32_t>> releases;
+  std::int64_t memory = 0, peak_memory = 0;
+  int inflight = 0, peak_inflight = 0;
+  double start = -1;
+  std::size_t markers = 0;  // group markers passed (they take no time and leave no span)
+  // ---- colder
+  double end = 0;
+  std::int64_t sent = 0, recv = 0;
+  std::int32_t next_ep = 0;
+  std::int32_t ep_base = 0;
+  std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
 };
 
 }  // namespace ppsim::sim::engine
