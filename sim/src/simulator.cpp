@@ -51,7 +51,7 @@ class Engine {
         M_(p.microbatches()),
         R_(p.ranks()),
         nccl_(o.network.semantics == config::P2pSemantics::nccl),
-        match_(p_, sem_, eps_),
+        match_(p_, eps_, tensors_),
         mem_(
             eps_, obs,
             [](void* engine, std::int32_t id) { static_cast<Engine*>(engine)->try_free(id); },
@@ -88,7 +88,7 @@ class Engine {
   // from this rank or from nowhere.
   std::int32_t input_endpoint(const Op& op) const {
     const auto t = sem_.input_tensor(op);
-    return t ? recv_ep_[sem_.tensor_index(*t)] : kNoEndpoint;
+    return t ? tensors_[sem_.tensor_index(*t)].recv : kNoEndpoint;
   }
 
   void setup() {
@@ -105,9 +105,8 @@ class Engine {
     const std::size_t tensors = sem_.tensor_count();
     if (tensors > std::numeric_limits<std::uint32_t>::max())
       throw SimulationError("too many tensors");
-    match_.setup(o_.network.matching, tensors);
-    assign_huge(recv_ep_, tensors, kNoEndpoint);
-    assign_huge(send_f_ep_, tensors / 2, kNoEndpoint);  // forward tensors come first
+    match_.setup(o_.network.matching);
+    assign_huge(tensors_, tensors, engine::TensorSlots{});
     mem_.setup(R_, M_, o_.network.boundary_bytes, sem_.dense());
     ranks_.resize(static_cast<std::size_t>(R_));
     cursor_.assign(static_cast<std::size_t>(R_), nullptr);
@@ -174,9 +173,9 @@ class Engine {
         .send_f = send_f,
     };
     if (!send)
-      recv_ep_[t] = id;
+      tensors_[t].recv = id;
     else if (send_f)
-      send_f_ep_[t] = id;
+      tensors_[t].send_f = id;
   }
 
   // The endpoint of rank r's request, or kRetired once a WAIT on it has returned.
@@ -251,7 +250,7 @@ class Engine {
     const std::int64_t act = o_.memory.activation_bytes, ws = o_.memory.weight_stash_bytes;
     release_recv(input_endpoint(op), r, rs, t);
     if (const auto out = sem_.released_output(op)) {
-      const std::int32_t se = send_f_ep_[sem_.tensor_index(*out)];
+      const std::int32_t se = tensors_[sem_.tensor_index(*out)].send_f;
       if (se != kNoEndpoint && eps_[static_cast<std::size_t>(se)].rank == r)
         mem_.release_buffer(rs, se, t);
     }
@@ -427,9 +426,9 @@ class Engine {
     Endpoint& e = eps_[static_cast<std::size_t>(id)];
     if (e.held || e.buffer_live || e.freed || e.partner == kNoEndpoint || e.at == kNever) return;
     if (!e.send) {
-      if (recv_ep_[e.tensor] == id) recv_ep_[e.tensor] = kNoEndpoint;
-    } else if (e.send_f && send_f_ep_[e.tensor] == id) {
-      send_f_ep_[e.tensor] = kNoEndpoint;
+      if (tensors_[e.tensor].recv == id) tensors_[e.tensor].recv = kNoEndpoint;
+    } else if (e.send_f && tensors_[e.tensor].send_f == id) {
+      tensors_[e.tensor].send_f = kNoEndpoint;
     }
     e.freed = 1;
     free_eps_.push_back(id);
@@ -738,9 +737,7 @@ class Engine {
   std::vector<std::int64_t> link_buffered_;  // nccl: bytes sent on a link and not yet received
   // nccl: running sends waiting for their receive or for room, by link, in the order they ran
   std::vector<std::vector<std::int32_t>> link_stalled_;
-  std::vector<std::int32_t> recv_ep_;  // tensor -> receiving endpoint
-  std::vector<std::int32_t>
-      send_f_ep_;  // forward tensor -> sending endpoint (its buffer lives until B)
+  std::vector<engine::TensorSlots> tensors_;
 };
 
 }  // namespace

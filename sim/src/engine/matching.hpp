@@ -9,7 +9,6 @@
 
 #include "ppsim/config/model.hpp"
 #include "ppsim/schedules/program.hpp"
-#include "ppsim/schedules/semantics.hpp"
 #include "ppsim/sim/simulator.hpp"
 #include "state.hpp"
 
@@ -21,14 +20,12 @@ namespace ppsim::sim::engine {
 // post(), chosen by the engine.
 class MpiMatching {
  public:
-  MpiMatching(const schedules::Program& p, const schedules::Semantics& sem,
-              const std::vector<Endpoint>& eps)
-      : p_(p), sem_(sem), eps_(eps) {}
+  // `tensors`: the engine's per-tensor records, whose `posted` field is this class's.
+  MpiMatching(const schedules::Program& p, const std::vector<Endpoint>& eps,
+              std::vector<TensorSlots>& tensors)
+      : p_(p), eps_(eps), tensors_(tensors) {}
 
-  void setup(config::Matching m, std::size_t tensors) {
-    fifo_ = m == config::Matching::fifo;
-    assign_huge(slot_, tensors, kNoEndpoint);
-  }
+  void setup(config::Matching m) { fifo_ = m == config::Matching::fifo; }
   // fifo: a receive meets the next send on its link, whatever tensor that send carries.
   bool by_order() const { return fifo_; }
 
@@ -37,7 +34,7 @@ class MpiMatching {
   std::int32_t post(std::int32_t id, const schedules::Op& op) {
     const Endpoint& e = eps_[static_cast<std::size_t>(id)];
     if (!fifo_) {
-      std::int32_t& slot = slot_[sem_.tensor_index(sem_.tensor_of(op))];
+      std::int32_t& slot = tensors_[e.tensor].posted;
       if (slot == kNoEndpoint) {
         slot = id;
         return kNoEndpoint;
@@ -70,10 +67,9 @@ class MpiMatching {
   };
 
   const schedules::Program& p_;
-  const schedules::Semantics& sem_;
   const std::vector<Endpoint>& eps_;
+  std::vector<TensorSlots>& tensors_;
   bool fifo_ = false;
-  std::vector<std::int32_t> slot_;       // tag matching: endpoint posted first for each tensor
   std::vector<FifoQueues> fifo_queues_;  // fifo matching: by link id
 };
 

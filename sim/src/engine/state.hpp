@@ -69,6 +69,14 @@ inline double done_time(const Endpoint& e) {
   return e.send && e.eager ? 0.0 : e.at;
 }
 
+// What the engine keeps per tensor (indexed by Semantics::tensor_index): one record, so that
+// posting an op, matching it and finding its buffer again touch one cache line, not three tables.
+struct TensorSlots {
+  std::int32_t posted = kNoEndpoint;  // tag matching: the side posted first, until it is matched
+  std::int32_t recv = kNoEndpoint;    // the receiving endpoint
+  std::int32_t send_f = kNoEndpoint;  // forward tensors: the sending endpoint (freed at B)
+};
+
 // `waking`: its wake-up is queued (so later matches do not queue a second one).
 enum class Block : std::uint8_t { none, endpoint, wait, waking, done };
 
