@@ -252,11 +252,14 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
   const auto& program = *prepared.program;
   std::string out = fmt::format(
       "ppsim real: {} ({}: {} P={} M={}) backend {}, compute {}, time scale {}{}, "
-      "{} iteration{} + {} warmup, memory scale {:g}\n",
+      "{} iteration{} + {} warmup, memory scale {:g}{}\n",
       path, prepared.config.name, predicted.info.schedule, program.ranks(), program.microbatches(),
       s.backend, s.compute, describe_scale(s.time_scale),
       s.time_scale > 0 ? fmt::format(" of wall clock per time unit ({})", u) : "", s.iterations,
-      s.iterations == 1 ? "" : "s", s.warmup, run.memory_scale);
+      s.iterations == 1 ? "" : "s", s.warmup, run.memory_scale,
+      run.memory_scale == 0 ? " (host buffers hold payload stamps only: the compute holds the "
+                              "real memory)"
+                            : "");
   out += fmt::format("  outcome          {}\n",
                      run.record.metrics ? real::to_string(run.outcome)
                                         : "not run: the program is invalid (errors below)");

@@ -11,7 +11,9 @@
 #  - the all-blocking 1F1B on the GPU: must hang as predicted (watchdog report);
 #  - the nccl transport with what the GPUs allow (P = GPUs, at most 4; with one GPU: the message
 #    that says to use cuda) and ctest's gpu.* tests (gpu.nccl_mpi needs >= 2 GPUs and MPI).
-# Settings: HIDDEN (2048), SEQ (4096), LAYERS (1), ITERATIONS (3), WARMUP (1).
+# Settings: HIDDEN (2048), SEQ (4096), LAYERS (1), ITERATIONS (3), WARMUP (1); RUN_TIMEOUT (300 s,
+# a run still going then is killed and reported as failed); LOGS=DIR keeps every run's config,
+# JSON and stderr there (they are otherwise removed).
 # Exit 0 when every target is met, 1 when one is not, 77 without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,8 @@ warmup=${WARMUP:-1}
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+keep_logs() { if [ -n "${LOGS:-}" ]; then mkdir -p "$LOGS" && cp -r "$out"/. "$LOGS"/; fi; }
+trap 'keep_logs; rm -rf "$out"' EXIT
 # Stash = the block's activations (X and A, bf16), boundary = one [tokens, hidden] tensor; both
 # rounded up to the pool's 2 MiB pages so that the measured peaks compare exactly.
 mib=$((1 << 20))
@@ -57,7 +60,7 @@ run() {  # run NAME ARGS...: ppsim real ... --json into $out/NAME.json, exit cod
   local name=$1; shift
   echo "validate-gpu: $PPSIM real $*" >&2
   set +e
-  "$PPSIM" real "$@" >"$out/$name.json" 2>"$out/$name.err"
+  timeout -k 10 "${RUN_TIMEOUT:-300}" "$PPSIM" real "$@" >"$out/$name.json" 2>"$out/$name.err"
   echo $? >"$out/$name.code"
   set -e
 }
@@ -82,7 +85,7 @@ fi
 write_config "$out/nccl-too-many.cfg" 1f1b $((gpus + 1)) 8 async
 run nccl-too-few-gpus "$out/nccl-too-many.cfg" --backend nccl --compute cuda --json
 set +e
-ctest --test-dir "$(dirname "$(dirname "$PPSIM")")" -R '^gpu\.' --output-on-failure \
+ctest --test-dir "$(dirname "$(dirname "$PPSIM")")" --timeout 120 -R '^gpu\.' --output-on-failure \
   >"$out/ctest.txt" 2>&1
 set -e
 python3 scripts/validation_gpu_report.py --output docs/VALIDATION.md \

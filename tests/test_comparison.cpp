@@ -229,6 +229,8 @@ TEST_CASE(
   config::Model model;
   model.costs = config::CostModel::uniform(2, {10, 11, 12, 23, true});
   model.network.latency = 0.25;
+  model.network.bandwidth = 4;
+  model.network.boundary_bytes = 2;
   const config::Model c = real::calibrated(model, measured);
   const auto& s0 = c.costs.stages[0];
   CHECK(s0.forward == Approx(2));
@@ -241,7 +243,20 @@ TEST_CASE(
   CHECK(s1.backward_input == Approx(2));
   CHECK(s1.backward_weight == Approx(0.7));
   CHECK(s1.backward == Approx(2.7));  // I + W
-  CHECK(c.network.latency == 0.25);   // the rest of the model is kept
+  CHECK(c.network.latency == 0.25);   // no transfer measured: the model's
+  CHECK(c.network.bandwidth == 4);    // the rest of the model is kept
+
+  SECTION("transfers: their median time less bytes / bandwidth is the latency") {
+    for (const double d : {1.5, 0.75, 2.0, 0.8, 1.0}) {
+      measured.trace->transfers.push_back({0, 3, 1, 0, 5.0, 5.0 + d, 2});
+    }
+    CHECK(real::calibrated(model, measured).network.latency == Approx(1.0 - 0.5));
+    model.network.bandwidth = 0;  // unlimited: all of it is latency
+    CHECK(real::calibrated(model, measured).network.latency == Approx(1.0));
+    model.network.bandwidth = 0.5;  // faster than the model allows: no negative latency
+    CHECK(real::calibrated(model, measured).network.latency == 0);
+    CHECK(real::calibrated(model, measured).costs.stages[0].forward == Approx(2));
+  }
 }
 
 TEST_CASE("calibrated without a trace keeps the model", "[comparison]") {

@@ -291,7 +291,7 @@ namespace {
 class ThrowingCompute : public real::Compute {
  public:
   void begin(const real::ComputeContext&) override { seen_ = 0; }
-  void run(int rank, const schedules::Op&, double, double, std::span<real::Buffer* const>,
+  void run(int rank, const schedules::Op&, double, double, double, std::span<real::Buffer* const>,
            std::span<real::Buffer* const>) override {
     if (rank == 2 && seen_.fetch_add(1) == 1) throw std::runtime_error("kernel launch failed");
   }
@@ -319,6 +319,65 @@ TEST_CASE("A rank that throws stops every rank cleanly; the failure names the ra
   REQUIRE(ex.record.trace);
   CHECK_FALSE(ex.record.trace->ranks[2].finished);
   CHECK_FALSE(ex.record.deadlock);
+}
+
+namespace {
+// A device whose work may never finish (Compute::may_hang): rank 1's second op never returns
+// until the run is cancelled; with `slow`, every op instead takes 0.1 s and returns.
+class StallingCompute : public real::Compute {
+ public:
+  explicit StallingCompute(bool slow) : slow_(slow) {}
+  void begin(const real::ComputeContext& c) override {
+    cancel_ = &c.cancel;
+    seen_ = 0;
+  }
+  void run(int rank, const schedules::Op&, double, double, double, std::span<real::Buffer* const>,
+           std::span<real::Buffer* const>) override {
+    if (slow_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    }
+    if (rank == 1 && seen_.fetch_add(1) == 1)
+      while (!cancel_->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  bool may_hang() const override { return true; }
+
+ private:
+  bool slow_;
+  const std::atomic<bool>* cancel_ = nullptr;
+  std::atomic<int> seen_{0};
+};
+}  // namespace
+
+TEST_CASE("A compute op that never returns (a hung GPU) is stopped by the watchdog and named",
+          "[real][threads]") {
+  auto& registry = real::ComputeRegistry::instance();
+  if (!registry.find("test-stalling"))
+    registry.add({"test-stalling", "rank 1's second op never returns",
+                  [] { return std::make_unique<StallingCompute>(false); }});
+  if (!registry.find("test-slow"))
+    registry.add({"test-slow", "every op takes 0.1 s",
+                  [] { return std::make_unique<StallingCompute>(true); }});
+  const config::Prepared prep =
+      prepared_of(test::lowered("1f1b", 4, 4, 1, "async"), test::uniform(4, 1, 2));
+  real::Settings s = untimed();
+  s.compute = "test-stalling";
+  s.hang_timeout = 0.2;
+  const real::Execution ex = real::execute(prep, {s});
+  CHECK(ex.outcome == real::Outcome::failed);
+  CHECK(ex.failure.find("rank 1 op ") == 0);
+  CHECK(ex.failure.find("(1F1)") != std::string::npos);
+  CHECK(ex.failure.find("never completed its work") != std::string::npos);
+  CHECK_FALSE(ex.record.deadlock);  // not a deadlock of the schedule
+
+  // An op longer than the hang timeout but within 10 times its modelled wall time runs on.
+  s.compute = "test-slow";
+  s.hang_timeout = 0.02;
+  s.time_scale = 0.05;  // 1 unit = 50 ms: the budget is 0.5 s per forward, 1 s per backward
+  const real::Execution slow = real::execute(
+      prepared_of(test::lowered("1f1b", 2, 1, 1, "async"), test::uniform(2, 1, 2)), {s});
+  CHECK(slow.outcome == real::Outcome::finished);
+  CHECK(slow.failure.empty());
 }
 
 TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",

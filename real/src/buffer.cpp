@@ -47,22 +47,22 @@ Buffer::~Buffer() {
   allocator_.release(storage_, bytes_);
 }
 
-void Buffer::write(const Payload& p, int rank, int pos, const std::string& op) {
+void Buffer::write(const Payload& p, int rank, int pos, const OpName& op) {
   if (!storage_)
     throw HazardError("released_storage_access", rank, pos,
                       fmt::format("rank {} op {} ({}) writes the {} whose storage {} released",
-                                  rank, pos, op, describe(tensor_), released_by_));
+                                  rank, pos, op(), describe(tensor_), released_by_));
   std::memcpy(storage_.get(), &p, sizeof p);
   // The rest of the storage, as a kernel writing its output would.
   std::memset(storage_.get() + sizeof p, static_cast<int>(p.tensor.microbatch & 0xff),
               real_size_ - sizeof p);
 }
 
-Payload Buffer::read(int rank, int pos, const std::string& op) const {
+Payload Buffer::read(int rank, int pos, const OpName& op) const {
   if (!storage_)
     throw HazardError("released_storage_access", rank, pos,
                       fmt::format("rank {} op {} ({}) reads the {} whose storage {} released", rank,
-                                  pos, op, describe(tensor_), released_by_));
+                                  pos, op(), describe(tensor_), released_by_));
   Payload p;
   std::memcpy(&p, storage_.get(), sizeof p);
   return p;

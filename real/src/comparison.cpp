@@ -178,6 +178,17 @@ config::Model calibrated(const config::Model& model, const record::RunRecord& me
     else if (!d[2].empty() && !d[3].empty())
       cost.backward = cost.backward_input + cost.backward_weight;
   }
+  // Transfers: the median measured time (from the copy's start to its completion being seen)
+  // less the bandwidth term becomes the latency; every message has comm.boundary_bytes.
+  std::vector<double> transfers;
+  for (const auto& t : measured.trace->transfers)
+    if (t.end >= t.start) transfers.push_back(t.end - t.start);
+  if (!transfers.empty()) {
+    auto& net = out.network;
+    const double wire =
+        net.bandwidth > 0 ? static_cast<double>(net.boundary_bytes) / net.bandwidth : 0.0;
+    net.latency = std::max(0.0, median(transfers) - wire);
+  }
   return out;
 }
 

@@ -195,11 +195,13 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
             c.source, "costs",
             fmt::format("{} needs backward_input and backward_weight costs", p.op_text(r, op)));
 
-  ex.memory_scale = s.memory_scale > 0 ? s.memory_scale : auto_memory_scale(p, prepared.model);
   const schedules::Semantics sem(p);
   (void)sem.cell_count();  // indexes the cells now: the ranks' threads then only read it
   auto transport = ti->make();
   auto compute = ci->make();
+  ex.memory_scale = s.memory_scale > 0        ? s.memory_scale
+                    : compute->holds_memory() ? 0.0
+                                              : auto_memory_scale(p, prepared.model);
   std::vector<Iteration> kept;
   const int total = s.warmup + s.iterations;
   for (int i = 0; i < total; ++i) {

@@ -22,6 +22,19 @@ RankRunner::RankRunner(RunShared& run, int rank)
       static_allocator_(run.memory_scale) {
   int chunks = 0;
   for (const auto& place : run_.program.placement()) chunks += place.rank == rank_;
+  // The tables at their final size: no rehash while the rank runs (on a GPU every microsecond
+  // between two ops is the GPU's idle time).
+  std::size_t comm = 0, recvs = 0, forwards = 0;
+  for (const auto& op : ops_) {
+    comm += schedules::is_comm(op.kind);
+    recvs += schedules::is_comm(op.kind) && !schedules::is_send(op.kind);
+    forwards += op.kind == OpKind::F || schedules::is_composite(op.kind);
+  }
+  requests_.reserve(comm);
+  by_id_.reserve(comm);
+  recv_of_.reserve(recvs);
+  send_f_of_.reserve(comm - recvs);
+  stashes_.reserve(forwards);
   timeline_.static_bytes = run_.model.memory.static_bytes * chunks;
   // Weights and optimizer state: really held for the whole run, outside the counters (as in the
   // simulator, they are RankTimeline::static_bytes), and allocated before the clock starts.
@@ -161,6 +174,21 @@ RankRunner::Live* RankRunner::live_of_tensor(std::unordered_map<std::size_t, Liv
 
 // ---- compute -----------------------------------------------------------------------------------
 
+std::optional<std::string> RankRunner::overdue(double now, double hang_timeout) const {
+  const int pos = computing_pos_.load(std::memory_order_acquire);
+  if (pos < 0) return std::nullopt;
+  const double since = computing_since_.load(std::memory_order_relaxed);
+  const double expected = computing_expected_.load(std::memory_order_relaxed);
+  const double budget = std::max(hang_timeout, 10 * expected);
+  if (now - since <= budget || computing_pos_.load(std::memory_order_acquire) != pos)
+    return std::nullopt;
+  return fmt::format(
+      "rank {} op {} ({}): the compute op has not returned after {:.3g} s (its modelled wall "
+      "time is {:.3g} s; the watchdog allows 10 times that and at least --hang-timeout {:.3g} "
+      "s): the device never completed its work (a hung kernel or stream); the run was stopped",
+      rank_, pos, op_text(pos), now - since, expected, hang_timeout);
+}
+
 void RankRunner::run_compute(int pos, const Op& op) {
   const Semantics& sem = run_.semantics;
   const auto& mem = run_.model.memory;
@@ -198,13 +226,22 @@ void RankRunner::run_compute(int pos, const Op& op) {
   });
   for (Buffer* in : inputs) {
     try {
-      (void)in->read(rank_, pos, op_text(pos));
+      (void)in->read(rank_, pos, [this, pos] { return op_text(pos); });
     } catch (const HazardError& e) {
       hazard(e.kind(), pos, e.what());
     }
   }
-  for (Buffer* out : outputs) out->write({out->tensor(), run_.iteration}, rank_, pos, op_text(pos));
-  run_.compute.run(rank_, op, t0 * run_.unit_seconds, *duration, inputs, outputs);
+  for (Buffer* out : outputs)
+    out->write({out->tensor(), run_.iteration}, rank_, pos, [this, pos] { return op_text(pos); });
+  if (run_.compute.may_hang()) {
+    computing_expected_.store(*duration * run_.unit_seconds, std::memory_order_relaxed);
+    computing_since_.store(run_.clock.now(), std::memory_order_relaxed);
+    computing_pos_.store(pos, std::memory_order_release);
+  }
+  run_.compute.run(rank_, op, t0 * run_.unit_seconds, *duration,
+                   blocked_since_compute_ * run_.unit_seconds, inputs, outputs);
+  computing_pos_.store(-1, std::memory_order_release);
+  blocked_since_compute_ = 0;
   const double t1 = now();
   if (run_.observer) run_.observer->on_compute(rank_, pos, t0, t1);
 
@@ -268,7 +305,8 @@ void RankRunner::run_p2p(int pos, const Op& op) {
   const bool send = schedules::is_send(op.kind);
   auto buffer = allocate(tensor, net.boundary_bytes, t0);
   // The producer's output, stamped so that the receiver can tell which tensor it got.
-  if (send) buffer->write({tensor, run_.iteration}, rank_, pos, op_text(pos));
+  if (send)
+    buffer->write({tensor, run_.iteration}, rank_, pos, [this, pos] { return op_text(pos); });
   auto live = std::make_unique<Live>();
   live->request = run_.transport.post(rank_, pos, op, buffer);
   Live* l = live.get();
@@ -334,7 +372,9 @@ bool RankRunner::block(int pos, std::span<const RequestPtr> requests, double sin
     }
     return false;
   }
-  if (run_.observer) run_.observer->on_blocked(rank_, pos, since, now());
+  const double end = now();
+  blocked_since_compute_ += end - since;
+  if (run_.observer) run_.observer->on_blocked(rank_, pos, since, end);
   return true;
 }
 
@@ -346,7 +386,7 @@ void RankRunner::completed(Live& l) {
     hazard("released_storage_access", r.pos, r.error);
   } else if (r.buffer->has_storage()) {  // (a consumer that did not wait may have freed it)
     try {
-      const Payload got = r.buffer->read(rank_, r.pos, op_text(r.pos));
+      const Payload got = r.buffer->read(rank_, r.pos, [this, &r] { return op_text(r.pos); });
       const auto want = run_.semantics.tensor_of(r.op);
       if (!(got.tensor == want))
         hazard("message_order_mismatch", r.pos,

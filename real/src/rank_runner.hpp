@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -49,6 +50,9 @@ class RankRunner {
   void run() noexcept;  // the thread's body
 
   RankStatus status() const { return status_.load(std::memory_order_acquire); }
+  // The compute op this rank is in, when it has run past its budget at run-clock second `now`:
+  // max(hang_timeout, 10 x its modelled wall time). The message names the rank and the op.
+  std::optional<std::string> overdue(double now, double hang_timeout) const;
   // After the thread has ended:
   const record::RankTimeline& timeline() const { return timeline_; }
   std::vector<schedules::Diagnostic>& diagnostics() { return diagnostics_; }
@@ -94,6 +98,10 @@ class RankRunner {
   Allocator allocator_, static_allocator_;
   std::unique_ptr<Buffer> static_;
   std::atomic<RankStatus> status_{RankStatus::running};
+  // The compute op under way, for the watchdog: its position (-1: none), when it was called
+  // (run-clock seconds) and its modelled wall time (seconds).
+  std::atomic<int> computing_pos_{-1};
+  std::atomic<double> computing_since_{0}, computing_expected_{0};
 
   std::vector<std::unique_ptr<Live>> requests_;  // in post order
   std::unordered_map<std::int32_t, Live*> by_id_;
@@ -106,6 +114,7 @@ class RankRunner {
 
   record::RankTimeline timeline_;
   double blocked_since_ = 0, last_end_ = 0;
+  double blocked_since_compute_ = 0;  // time units blocked since the last compute op ended
   int stopped_pos_ = -1;
   std::vector<RequestPtr> stopped_on_;  // the requests of the op it stopped in
   // nccl: for each of them, the ops of the kernel it was queued behind (none: it was running)

@@ -6,6 +6,14 @@
 
 namespace ppsim::real::detail {
 
+std::optional<std::string> Watchdog::overdue(
+    const RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks) const {
+  const double now = run.clock.now();
+  for (const auto& r : ranks)
+    if (auto late = r->overdue(now, hang_timeout_)) return late;
+  return std::nullopt;
+}
+
 Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks) {
   using Clock = std::chrono::steady_clock;
   const auto poll = std::chrono::duration<double>(std::clamp(hang_timeout_ / 20, 0.0005, 0.01));
@@ -33,6 +41,12 @@ Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRu
         stopping = true;
       } else if (stop_ && stop_->load()) {
         stop_run(Outcome::interrupted);
+      } else if (auto late = overdue(run, ranks)) {
+        {
+          std::lock_guard lock(run.failure_mu);
+          if (run.failure.empty()) run.failure = std::move(*late);
+        }
+        stop_run(Outcome::failed);
       } else {
         const std::uint64_t progress = run.progress.load();
         // A hang: every rank still running waits inside the transport on a request that is not

@@ -3,6 +3,8 @@
 // stops every rank when the run hangs, is interrupted, or a rank has failed.
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ppsim/real/executor.hpp"
@@ -13,13 +15,19 @@ namespace ppsim::real::detail {
 class Watchdog {
  public:
   // `hang_timeout`: seconds during which every unfinished rank is blocked, the transport has
-  // nothing under way and no rank makes progress, before the run is declared hung.
+  // nothing under way and no rank makes progress, before the run is declared hung; also the
+  // least time a compute op that may never return (a GPU's) is given before the run is stopped
+  // as failed.
   Watchdog(double hang_timeout, const std::atomic<bool>* stop)
       : hang_timeout_(hang_timeout), stop_(stop) {}
   // Returns once every rank has finished or stopped.
   Outcome watch(RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks);
 
  private:
+  // A rank in a compute op that may never return (Compute::may_hang) and is past its budget.
+  std::optional<std::string> overdue(const RunShared& run,
+                                     const std::vector<std::unique_ptr<RankRunner>>& ranks) const;
+
   double hang_timeout_;
   const std::atomic<bool>* stop_;
 };

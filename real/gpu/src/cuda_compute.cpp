@@ -2,14 +2,17 @@
 // section; mlp_model.hpp) on the rank's stream, B runs I's then W's, and the op returns when the
 // GPU has finished them, so its span is the real duration. Activation stashes are real device
 // allocations of the modelled size from the rank's memory pool, whose high-water mark is the
-// measured peak. Between two consecutive compute ops of a rank it measures the GPU's idle gap:
-// what issuing one op after the other costs (host wake-up, bookkeeping, launch).
+// measured peak. Between two consecutive compute ops of a rank it measures the GPU's idle gap less
+// the time the rank waited on communication in between: what issuing one op after the other costs
+// (host wake-up, bookkeeping, posting, launch).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -41,9 +44,22 @@ struct RankState {
   std::map<std::pair<int, int>, std::pair<void*, std::int64_t>> stashes;  // (stage, mb)
   std::int64_t live = 0, peak = 0;
   std::size_t count_at_peak = 0;
-  cudaEvent_t begin_ev = nullptr, end_ev = nullptr, prev_end = nullptr;
-  int prev_pos = -2;
-  std::vector<double> gaps_us;                 // GPU idle between consecutive compute ops
+  // This iteration's ops: their events are read once it is over (collect), not between ops,
+  // where each read is a driver call on the way to the next op.
+  struct Timed {
+    OpKind kind;
+    cudaEvent_t begin, end;
+    double enter, seen, blocked;  // run clock; blocked: seconds, since the previous op
+    bool follows;                 // an op of this rank ran before it in this iteration
+  };
+  std::vector<Timed> timed;
+  std::vector<cudaEvent_t> events;  // made as needed, reused every iteration
+  std::size_t next_event = 0;
+  double prev_return = 0;       // run clock, when the last op returned
+  std::vector<double> gaps_us;  // GPU idle between consecutive compute ops
+  // Where the gap goes, on the host: between an op's return and the next call (less waits),
+  // and from the call to the begin event enqueued; the host span less the GPU's.
+  std::vector<double> between_us, enqueue_us, span_excess_us;
   std::map<OpKind, std::vector<double>> busy;  // GPU ms per op, by kind
 };
 
@@ -68,6 +84,10 @@ class CudaCompute final : public Compute {
               fmt::format("the cuda compute runs plain F, B, I and W ops; rank {} has {}", r,
                           c.program.op_text(r, op)));
     GpuRuntime& rt = GpuRuntime::instance();
+    if (rt.stalled())
+      throw std::runtime_error(
+          "the GPU still runs the work of an earlier run that was stopped (its op never "
+          "completed): start a new process");
     rt.ensure_layout(c.program.ranks());
     if (!model_ || model_->hidden != model->hidden || model_->ffn_hidden != model->ffn_hidden ||
         model_->tokens() != model->tokens() || model_->dtype != model->dtype ||
@@ -85,7 +105,11 @@ class CudaCompute final : public Compute {
       s.stashes.clear();
       s.live = s.peak = 0;
       s.count_at_peak = 0;
-      s.prev_pos = -2;
+      s.timed.clear();
+      s.next_event = 0;
+      s.between_us.clear();
+      s.enqueue_us.clear();
+      s.span_excess_us.clear();
       s.gaps_us.clear();
       s.busy.clear();
       std::uint64_t zero = 0;
@@ -93,22 +117,21 @@ class CudaCompute final : public Compute {
     }
   }
 
-  void run(int rank, const schedules::Op& op, double, double, std::span<Buffer* const>,
-           std::span<Buffer* const>) override {
+  void run(int rank, const schedules::Op& op, double, double, double blocked,
+           std::span<Buffer* const>, std::span<Buffer* const>) override {
+    const double enter = ctx_->clock.now();
     GpuRuntime& rt = GpuRuntime::instance();
     rt.bind(rank);
     RankGpu& g = rt.rank(rank);
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
-    const auto ops = ctx_->program.ops(rank);
-    const int pos = (&op >= ops.data() && &op < ops.data() + ops.size())
-                        ? static_cast<int>(&op - ops.data())
-                        : -1;
     const auto& mem = ctx_->model.memory;
     const std::pair<int, int> cell{op.stage, op.microbatch};
+    const cudaEvent_t begin_ev = event(s), end_ev = event(s);
     if (op.kind == OpKind::F) stash_take(s, g, cell, mem.activation_bytes);
-    CUDA_CHECK(cudaEventRecord(s.begin_ev, g.stream));
+    CUDA_CHECK(cudaEventRecord(begin_ev, g.stream));
+    const double enqueued = ctx_->clock.now();
     for (int layer = 0; layer < model_->layers; ++layer) gemms(s, g, op.kind);
-    CUDA_CHECK(cudaEventRecord(s.end_ev, g.stream));
+    CUDA_CHECK(cudaEventRecord(end_ev, g.stream));
     switch (schedules::Semantics::stash_effect(op.kind)) {
       case schedules::Semantics::Stash::keep_weights:
         if (s.stashes.count(cell)) {
@@ -125,27 +148,31 @@ class CudaCompute final : public Compute {
     }
     // Polled, not synchronized: a stopped run is not held up, and the wake-up is prompt.
     while (true) {
-      const cudaError_t e = cudaEventQuery(s.end_ev);
+      const cudaError_t e = cudaEventQuery(end_ev);
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady) CUDA_CHECK(e);
-      if (ctx_->cancel.load(std::memory_order_relaxed)) return;
+      if (ctx_->cancel.load(std::memory_order_relaxed)) {
+        // Its work may never finish: nothing may wait for it (free_all).
+        GpuRuntime::instance().mark_stalled();
+        return;
+      }
       std::this_thread::yield();
     }
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s.begin_ev, s.end_ev));
-    s.busy[op.kind].push_back(ms);
-    if (pos >= 0 && pos == s.prev_pos + 1) {
-      float gap = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&gap, s.prev_end, s.begin_ev));
-      s.gaps_us.push_back(static_cast<double>(gap) * 1e3);
-    }
-    std::swap(s.prev_end, s.end_ev);
-    s.prev_pos = pos;
+    const double seen = ctx_->clock.now();
+    const bool follows = !s.timed.empty();
+    s.timed.push_back({op.kind, begin_ev, end_ev, enter, seen, blocked, follows});
+    s.enqueue_us.push_back((enqueued - enter) * 1e6);
+    if (follows) s.between_us.push_back(std::max(0.0, (enter - s.prev_return - blocked) * 1e6));
+    s.prev_return = ctx_->clock.now();
   }
+
+  bool holds_memory() const override { return true; }
+  bool may_hang() const override { return true; }
 
   std::vector<std::string> report() const override {
     std::vector<std::string> out;
     if (ranks_.empty()) return out;
+    collect();
     GpuRuntime& rt = GpuRuntime::instance();
     out.push_back(fmt::format("gpu              {}; {}", describe_device(rt.rank(0).device),
                               rt.partition_note()));
@@ -155,13 +182,16 @@ class CudaCompute final : public Compute {
                     model_->layers, model_->hidden, model_->ffn_hidden, model_->tokens(),
                     model_->dtype, flops_of(OpKind::F, *model_) / 1e9));
     std::map<OpKind, std::vector<double>> busy;
-    std::vector<double> gaps;
+    std::vector<double> gaps, between, enqueue, excess;
     bool equal = true;
     std::string peaks;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       const RankState& s = ranks_[r];
       for (const auto& [k, v] : s.busy) busy[k].insert(busy[k].end(), v.begin(), v.end());
       gaps.insert(gaps.end(), s.gaps_us.begin(), s.gaps_us.end());
+      between.insert(between.end(), s.between_us.begin(), s.between_us.end());
+      enqueue.insert(enqueue.end(), s.enqueue_us.begin(), s.enqueue_us.end());
+      excess.insert(excess.end(), s.span_excess_us.begin(), s.span_excess_us.end());
       std::uint64_t high = 0;
       (void)cudaMemPoolGetAttribute(rt.rank(static_cast<int>(r)).pool, cudaMemPoolAttrUsedMemHigh,
                                     &high);
@@ -185,9 +215,14 @@ class CudaCompute final : public Compute {
     }
     out.push_back("gpu op median    " + ops);
     out.push_back(fmt::format(
-        "issue gap        median {:.1f} us, p95 {:.1f} us over {} consecutive compute ops "
-        "(GPU idle between them; target < 20 us)",
+        "issue gap        median {:.1f} us, p95 {:.1f} us over {} pairs of consecutive compute "
+        "ops (GPU idle between them less the rank's wait on communication; target < 20 us)",
         percentile(gaps, 0.5), percentile(gaps, 0.95), gaps.size()));
+    out.push_back(fmt::format(
+        "issue gap parts  medians: {:.1f} us on the host between an op's return and the next "
+        "call (waits excluded), {:.1f} us from the call to the first GPU work enqueued; an op's "
+        "host span exceeds its GPU time by {:.1f} us (launch and completion-poll latency)",
+        percentile(between, 0.5), percentile(enqueue, 0.5), percentile(excess, 0.5)));
     return out;
   }
 
@@ -210,19 +245,45 @@ class CudaCompute final : public Compute {
       for (void* p : {s.x, s.y, s.dx}) CUDA_CHECK(cudaMemset(p, 0, t * h * e));
       for (void* p : {s.a, s.da}) CUDA_CHECK(cudaMemset(p, 0, t * f * e));
       for (void* p : {s.w1, s.dw1, s.w2, s.dw2}) CUDA_CHECK(cudaMemset(p, 0, h * f * e));
-      for (cudaEvent_t* ev : {&s.begin_ev, &s.end_ev, &s.prev_end}) CUDA_CHECK(cudaEventCreate(ev));
       if (!g.cublas) CUBLAS_CHECK(cublasCreate(&g.cublas));
       CUBLAS_CHECK(cublasSetStream(g.cublas, g.stream));
     }
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 
+  cudaEvent_t event(RankState& s) {
+    if (s.next_event == s.events.size()) {
+      cudaEvent_t e = nullptr;
+      CUDA_CHECK(cudaEventCreate(&e));
+      s.events.push_back(e);
+    }
+    return s.events[s.next_event++];
+  }
+  // The GPU times of the ops run since the last collect (their events have all completed).
+  void collect() const {
+    for (RankState& s : ranks_) {
+      for (std::size_t i = 0; i < s.timed.size(); ++i) {
+        const RankState::Timed& t = s.timed[i];
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, t.begin, t.end) != cudaSuccess) continue;
+        s.busy[t.kind].push_back(ms);
+        s.span_excess_us.push_back((t.seen - t.enter) * 1e6 - static_cast<double>(ms) * 1e3);
+        float gap = 0;
+        if (t.follows && cudaEventElapsedTime(&gap, s.timed[i - 1].end, t.begin) == cudaSuccess)
+          s.gaps_us.push_back(std::max(0.0, static_cast<double>(gap) * 1e3 - t.blocked * 1e6));
+      }
+      s.timed.clear();
+    }
+  }
+
   void free_all() {
+    // A stopped run's GPU work may never finish (a hung kernel), and cudaFree waits for the whole
+    // device: what it used is left to the process's exit.
+    if (!ranks_.empty() && GpuRuntime::instance().stalled()) return;
     for (auto& s : ranks_) {
+      for (cudaEvent_t ev : s.events) (void)cudaEventDestroy(ev);
       for (void* p : {s.x, s.y, s.dx, s.a, s.da, s.w1, s.dw1, s.w2, s.dw2})
         if (p) (void)cudaFree(p);
-      for (cudaEvent_t ev : {s.begin_ev, s.end_ev, s.prev_end})
-        if (ev) (void)cudaEventDestroy(ev);
     }
     ranks_.clear();
   }
@@ -276,7 +337,7 @@ class CudaCompute final : public Compute {
 
   std::optional<ComputeContext> ctx_;
   std::optional<MlpModel> model_;
-  std::vector<RankState> ranks_;
+  mutable std::vector<RankState> ranks_;  // (report() reads the last iteration's events)
   std::vector<std::int64_t> predicted_;
 };
 

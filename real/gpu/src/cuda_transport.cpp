@@ -2,12 +2,18 @@
 // where the driver has green contexts, its own share of the SMs: gpu_runtime.cpp). Matching and
 // the blocking semantics are the host transport's (rendezvous; tag or fifo matching; one transfer
 // at a time per directed link): once both sides have posted (the host rendezvous), the transfer
-// is a device-to-device copy on the link's stream, ordered after both ranks' streams by events,
-// and its requests complete when the copy's event has completed. The payload stamped in the host
-// buffers travels with it, so the receiver's checks (wrong message, released storage) hold.
+// is a device-to-device copy on the link's stream, and its requests complete when the copy's
+// event has completed. The copy waits for no event of the ranks' streams: a compute op returns
+// when the GPU has finished it (cuda compute), so a send's data is there when it is posted, and
+// each message has buffers of its own. A waiting rank spins (yielding) rather than sleeps: a
+// woken thread runs tens of microseconds after the copy ended, which the issue gap would count. The
+// payload stamped in the host buffers travels with it, so the receiver's checks (wrong message,
+// released storage) hold.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -27,8 +33,7 @@ using schedules::Op;
 
 struct Side {
   RequestPtr req;
-  void* device = nullptr;        // its device buffer (boundary bytes)
-  cudaEvent_t posted = nullptr;  // on its rank's stream when it was posted
+  void* device = nullptr;  // its device buffer (boundary bytes)
 };
 
 struct Message {
@@ -53,7 +58,9 @@ class CudaTransport final : public Transport {
     stop_progress();
     for (auto& [i, l] : links_)
       if (l.stream) (void)cudaStreamDestroy(l.stream);
+    if (stalled_) return;  // cudaFree would wait for copies that never end: left to the exit
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+    for (void* b : buffers_) (void)cudaFree(b);
   }
 
   void begin(const TransportContext& c) override {
@@ -67,16 +74,15 @@ class CudaTransport final : public Transport {
           "comm.eager_limit below comm.boundary_bytes or use --backend host");
     GpuRuntime::instance().layout(R_, true);
     fifo_ = c.network.matching == config::Matching::fifo;
-    bytes_ = static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
+    const auto bytes =
+        static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
     CUDA_CHECK(cudaSetDevice(0));
-    if (!pool_) {
-      cudaMemPoolProps props{};
-      props.allocType = cudaMemAllocationTypePinned;
-      props.location.type = cudaMemLocationTypeDevice;
-      props.location.id = 0;
-      CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
-      std::uint64_t keep = ~std::uint64_t{0};
-      CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+    if (bytes != bytes_) {  // the buffers of another message size go (end() left them idle)
+      if (!stalled_)
+        for (void* b : buffers_) CUDA_CHECK(cudaFree(b));
+      buffers_.clear();
+      free_buffers_.clear();
+      bytes_ = bytes;
     }
     std::lock_guard lock(mu_);
     for (auto& [i, l] : links_) {
@@ -88,7 +94,9 @@ class CudaTransport final : public Transport {
     tag_slot_.clear();
     waiting_.assign(static_cast<std::size_t>(R_), nullptr);
     cvs_ = std::vector<std::condition_variable>(static_cast<std::size_t>(R_));
-    aborted_ = closing_ = false;
+    aborted_ = false;
+    closing_ = false;
+    startable_ = 0;
     transfers_ = 0;
     progress_ = std::thread([this] { progress_loop(); });
   }
@@ -106,15 +114,7 @@ class CudaTransport final : public Transport {
       throw HazardError("bad_comm", rank, pos,
                         fmt::format("rank {} op {}: {} has no peer on another rank", rank, pos,
                                     ctx_->program.op_text(rank, op)));
-    // The device side: a buffer from the rank's stream, and the point in that stream after
-    // which the data is there (a send's producer has run) or may be overwritten (a receive).
-    GpuRuntime& rt = GpuRuntime::instance();
-    rt.bind(rank);
-    RankGpu& g = rt.rank(rank);
-    Side side{req, nullptr, nullptr};
-    CUDA_CHECK(cudaMallocFromPoolAsync(&side.device, bytes_, pool_, g.stream));
-    side.posted = event();
-    CUDA_CHECK(cudaEventRecord(side.posted, g.stream));
+    Side side{req, take_buffer()};
     const std::size_t link = req->send ? link_index(rank, peer) : link_index(peer, rank);
     std::lock_guard lock(mu_);
     Link& l = links_[link];
@@ -129,14 +129,27 @@ class CudaTransport final : public Transport {
   }
 
   bool wait(int rank, std::span<const RequestPtr> requests) override {
-    std::unique_lock lock(mu_);
     auto done = [&] {
       for (const auto& r : requests)
-        if (!r->complete.load(std::memory_order_relaxed)) return false;
+        if (!r->complete.load(std::memory_order_acquire)) return false;
       return true;
     };
-    waiting_[static_cast<std::size_t>(rank)] = &requests;
-    cvs_[static_cast<std::size_t>(rank)].wait(lock, [&] { return aborted_ || done(); });
+    {
+      std::lock_guard lock(mu_);
+      waiting_[static_cast<std::size_t>(rank)] = &requests;
+    }
+    // Spins for a while (see the top of the file), then sleeps: a hang does not hold the cores.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSpinMs);
+    while (!done() && !aborted_.load(std::memory_order_acquire)) {
+      if (std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+        continue;
+      }
+      std::unique_lock lock(mu_);
+      cvs_[static_cast<std::size_t>(rank)].wait(lock, [&] { return aborted_ || done(); });
+      break;
+    }
+    std::lock_guard lock(mu_);
     waiting_[static_cast<std::size_t>(rank)] = nullptr;
     return done();
   }
@@ -172,34 +185,40 @@ class CudaTransport final : public Transport {
     std::lock_guard lock(mu_);
     aborted_ = true;
     for (auto& cv : cvs_) cv.notify_all();
-    progress_cv_.notify_all();
   }
 
   void end() override {
     stop_progress();
-    // Copies still under way finish before their buffers go back to the pool.
+    // Copies still under way finish before their buffers are reused. A copy takes microseconds;
+    // one still going after kDrainSeconds sits behind a GPU stream that never finishes (streams
+    // share the GPU's hardware queues): nothing waits for it, and no buffer is reused.
     std::lock_guard lock(mu_);
+    bool drained = true;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(kDrainSeconds);
     for (auto& [i, l] : links_) {
-      if (l.stream) (void)cudaStreamSynchronize(l.stream);
-      auto drop = [&](Side& s) {
-        if (s.device) (void)cudaFreeAsync(s.device, l.stream ? l.stream : nullptr);
-        s.device = nullptr;
-      };
-      for (auto& m : l.ready) drop(m->send), drop(m->recv);
-      if (l.busy) drop(l.busy->send), drop(l.busy->recv);
-      for (auto& m : l.sends) drop(m->send);
-      for (auto& s : l.recvs) drop(s);
+      while (l.stream && cudaStreamQuery(l.stream) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > until) {
+          drained = false;
+          break;
+        }
+        std::this_thread::yield();
+      }
       l.ready.clear();
       l.busy = nullptr;
       l.sends.clear();
       l.recvs.clear();
     }
-    for (auto& [t, slot] : tag_slot_) {
-      if (slot.send && slot.send->send.device) (void)cudaFreeAsync(slot.send->send.device, nullptr);
-      if (slot.recv.device) (void)cudaFreeAsync(slot.recv.device, nullptr);
-    }
     tag_slot_.clear();
-    (void)cudaDeviceSynchronize();
+    // (Not the whole device: a compute stream that never finishes must not hang this.)
+    std::lock_guard buffers(buffer_mu_);
+    if (drained) {
+      free_buffers_ = buffers_;  // every one is idle now
+    } else {
+      stalled_ = true;
+      free_buffers_.clear();
+      GpuRuntime::instance().mark_stalled();
+    }
   }
 
   std::vector<std::string> report() const override {
@@ -212,12 +231,39 @@ class CudaTransport final : public Transport {
     return static_cast<std::size_t>(src) * static_cast<std::size_t>(R_) +
            static_cast<std::size_t>(dst);
   }
+  // Events are recycled: creating one per post and per transfer cost microseconds on the ranks'
+  // critical path, and kept every event of the run alive.
   cudaEvent_t event() {
     std::lock_guard lock(event_mu_);
+    if (!free_events_.empty()) {
+      cudaEvent_t e = free_events_.back();
+      free_events_.pop_back();
+      return e;
+    }
     cudaEvent_t e = nullptr;
     CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     events_.push_back(e);
     return e;
+  }
+  // Device buffers of bytes_ each, reused once their copy has completed: no allocation (nor
+  // stream-ordered free) on a rank's way from one op to the next after the first iteration.
+  void* take_buffer() {
+    std::lock_guard lock(buffer_mu_);
+    if (!free_buffers_.empty()) {
+      void* b = free_buffers_.back();
+      free_buffers_.pop_back();
+      return b;
+    }
+    void* b = nullptr;
+    CUDA_CHECK(cudaMalloc(&b, bytes_));
+    buffers_.push_back(b);
+    return b;
+  }
+  void give_buffer(void*& b) {
+    if (!b) return;
+    std::lock_guard lock(buffer_mu_);
+    free_buffers_.push_back(b);
+    b = nullptr;
   }
 
   bool match_send(Link& l, const MessagePtr& m) {
@@ -281,27 +327,28 @@ class CudaTransport final : public Transport {
     m->send.req->peer_pos = m->recv.req->pos;
     m->recv.req->peer_rank = m->send.req->rank;
     m->recv.req->peer_pos = m->send.req->pos;
-    if (l.busy) {
-      l.ready.push_back(m);
-      return;
-    }
-    start(l, m);
+    // The progress thread starts it: at once on an idle link, else when the link's copy ends.
+    if (!l.busy && l.ready.empty()) startable_.fetch_add(1, std::memory_order_release);
+    l.ready.push_back(m);
   }
-  // The copy, after both sides' streams reached their posts.
-  void start(Link& l, const MessagePtr& m) {
-    if (!l.stream) CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
-    m->start = ctx_->clock.now();
-    m->done = event();
-    CUDA_CHECK(cudaStreamWaitEvent(l.stream, m->send.posted, 0));
-    CUDA_CHECK(cudaStreamWaitEvent(l.stream, m->recv.posted, 0));
-    CUDA_CHECK(cudaMemcpyAsync(m->recv.device, m->send.device, bytes_, cudaMemcpyDeviceToDevice,
-                               l.stream));
-    CUDA_CHECK(cudaEventRecord(m->done, l.stream));
+  // The link's next copy: the link is its from now (progress thread, under the lock).
+  MessagePtr claim_next(Link& l) {
+    MessagePtr m = l.ready.front();
+    l.ready.pop_front();
     l.busy = m;
     ++transfers_;
-    progress_cv_.notify_one();
+    return m;
   }
-  void finish(Link& l, Message& m) {
+  // Enqueues a claimed copy (progress thread, without the lock).
+  void launch(Link& l, Message& m) {
+    if (!l.stream) CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+    m.start = ctx_->clock.now();
+    m.done = event();
+    CUDA_CHECK(
+        cudaMemcpyAsync(m.recv.device, m.send.device, bytes_, cudaMemcpyDeviceToDevice, l.stream));
+    CUDA_CHECK(cudaEventRecord(m.done, l.stream));
+  }
+  void finish(Message& m) {
     const double end = ctx_->clock.now();
     Request& s = *m.send.req;
     Request& r = *m.recv.req;
@@ -314,47 +361,62 @@ class CudaTransport final : public Transport {
       q->transfer_start = m.start;
       q->transfer_end = end;
     }
-    CUDA_CHECK(cudaFreeAsync(m.send.device, l.stream));
-    CUDA_CHECK(cudaFreeAsync(m.recv.device, l.stream));
-    m.send.device = m.recv.device = nullptr;
+    give_buffer(m.send.device);
+    give_buffer(m.recv.device);
+    {
+      std::lock_guard events(event_mu_);
+      free_events_.push_back(m.done);
+      m.done = nullptr;
+    }
     for (const RequestPtr& q : {m.send.req, m.recv.req}) {
       q->complete.store(true, std::memory_order_release);
       cvs_[static_cast<std::size_t>(q->rank)].notify_all();
     }
   }
 
-  // Ends copies whose event has completed and starts the next one on each link.
+  // The progress thread starts the copies (in the device's primary context: enqueued from a
+  // rank's thread, each copy cost that rank ~20 us of context switching) and ends those whose
+  // event has completed. It spins while the run lasts and makes no CUDA call under the lock,
+  // so that the ranks post without waiting for it.
   void progress_loop() {
     try {
       CUDA_CHECK(cudaSetDevice(0));
-      std::unique_lock lock(mu_);
-      while (!closing_) {
-        bool busy = false;
-        for (auto& [i, l] : links_) {
-          if (!l.busy) continue;
-          const cudaError_t e = cudaEventQuery(l.busy->done);
-          if (e == cudaErrorNotReady) {
-            busy = true;
-            continue;
-          }
+      std::vector<std::pair<Link*, MessagePtr>> busy, starting;  // under way; to enqueue
+      std::vector<char> done;
+      while (!closing_.load(std::memory_order_acquire)) {
+        starting.clear();
+        if (startable_.load(std::memory_order_acquire) > 0) {
+          std::lock_guard lock(mu_);
+          startable_.store(0, std::memory_order_relaxed);
+          for (auto& [i, l] : links_)  // (a map's elements stay put as it grows)
+            if (!l.busy && !l.ready.empty()) starting.emplace_back(&l, claim_next(l));
+        }
+        done.assign(busy.size(), 0);
+        bool any = false;
+        for (std::size_t i = 0; i < busy.size(); ++i) {
+          const cudaError_t e = cudaEventQuery(busy[i].second->done);
+          if (e == cudaErrorNotReady) continue;
           CUDA_CHECK(e);
-          MessagePtr m = std::move(l.busy);
-          l.busy = nullptr;
-          finish(l, *m);
-          if (!l.ready.empty()) {
-            MessagePtr next = l.ready.front();
-            l.ready.pop_front();
-            start(l, next);
-            busy = true;
+          done[i] = 1;
+          any = true;
+        }
+        if (any) {
+          std::lock_guard lock(mu_);
+          for (std::size_t i = 0; i < busy.size(); ++i) {
+            if (!done[i]) continue;
+            auto& [l, m] = busy[i];
+            l->busy = nullptr;
+            finish(*m);
+            if (!l->ready.empty()) starting.emplace_back(l, claim_next(*l));
+            m = nullptr;
           }
         }
-        if (busy) {
-          lock.unlock();
-          std::this_thread::yield();
-          lock.lock();
-        } else if (!closing_) {
-          progress_cv_.wait(lock);
+        std::erase_if(busy, [](const auto& b) { return b.second == nullptr; });
+        for (auto& [l, m] : starting) {
+          launch(*l, *m);
+          busy.emplace_back(l, std::move(m));
         }
+        if (!any && starting.empty()) std::this_thread::yield();
       }
     } catch (const std::exception& e) {
       // A failed copy is a GPU fault: every waiting rank returns, and the watchdog reports.
@@ -366,11 +428,7 @@ class CudaTransport final : public Transport {
   }
   void stop_progress() {
     if (!progress_.joinable()) return;
-    {
-      std::lock_guard lock(mu_);
-      closing_ = true;
-      progress_cv_.notify_all();
-    }
+    closing_.store(true, std::memory_order_release);
     progress_.join();
   }
 
@@ -383,16 +441,22 @@ class CudaTransport final : public Transport {
   int R_ = 0;
   bool fifo_ = false;
   std::size_t bytes_ = 1;
-  cudaMemPool_t pool_ = nullptr;
+  static constexpr int kSpinMs = 20;
+  static constexpr double kDrainSeconds = 2.0;
+  bool stalled_ = false;  // a copy never ended: its buffers stay out of use and are not freed
+  std::mutex buffer_mu_;
+  std::vector<void*> buffers_, free_buffers_;  // all of bytes_ made, and the idle ones
   mutable std::mutex mu_;
   std::mutex event_mu_;
-  std::vector<cudaEvent_t> events_;
+  std::vector<cudaEvent_t> events_;       // every event made, destroyed at the end
+  std::vector<cudaEvent_t> free_events_;  // those not in use
   std::unordered_map<std::size_t, Link> links_;
   std::unordered_map<std::size_t, TagSlot> tag_slot_;
   std::vector<const std::span<const RequestPtr>*> waiting_;
   std::vector<std::condition_variable> cvs_;
-  bool aborted_ = false, closing_ = false;
-  std::condition_variable progress_cv_;
+  std::atomic<bool> aborted_ = false;
+  std::atomic<bool> closing_ = false;
+  std::atomic<int> startable_ = 0;  // links that went from idle to having a copy ready
   std::thread progress_;
   std::size_t transfers_ = 0;
   std::string fault_;

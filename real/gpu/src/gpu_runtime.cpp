@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/gpu/checks.hpp"
@@ -14,12 +16,14 @@ namespace ppsim::real::gpu {
 namespace {
 
 // The driver API without linking libcuda: a machine without a driver still starts ppsim, and
-// cudaGetDeviceCount says what is missing.
+// cudaGetDeviceCount says what is missing. Asked for at the version of the headers compiled
+// against (CUDART_VERSION), whose prototypes these are: at 12.4, cuGreenCtxStreamCreate (12.5)
+// was not found and every GPU ran without SM partitioning.
 template <typename Fn>
 Fn driver_fn(const char* name) {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &found) !=
+  if (cudaGetDriverEntryPointByVersion(name, &fn, CUDART_VERSION, cudaEnableDefault, &found) !=
           cudaSuccess ||
       found != cudaDriverEntryPointSuccess)
     return nullptr;
@@ -40,12 +44,25 @@ struct Driver {
   decltype(&cuCtxFromGreenCtx) to_ctx =
       driver_fn<decltype(&cuCtxFromGreenCtx)>("cuCtxFromGreenCtx");
   decltype(&cuCtxSetCurrent) set_current = driver_fn<decltype(&cuCtxSetCurrent)>("cuCtxSetCurrent");
+  decltype(&cuCtxGetCurrent) get_current = driver_fn<decltype(&cuCtxGetCurrent)>("cuCtxGetCurrent");
   decltype(&cuGetErrorString) error_string =
       driver_fn<decltype(&cuGetErrorString)>("cuGetErrorString");
 
-  bool green() const {
-    return device_get && get_resource && split && generate && create && stream_create && to_ctx &&
-           set_current;
+  // The green-context functions this driver lacks ("" when it has them all).
+  std::string missing_green() const {
+    std::string out;
+    const std::pair<const void*, const char*> fns[] = {
+        {reinterpret_cast<const void*>(device_get), "cuDeviceGet"},
+        {reinterpret_cast<const void*>(get_resource), "cuDeviceGetDevResource"},
+        {reinterpret_cast<const void*>(split), "cuDevSmResourceSplitByCount"},
+        {reinterpret_cast<const void*>(generate), "cuDevResourceGenerateDesc"},
+        {reinterpret_cast<const void*>(create), "cuGreenCtxCreate"},
+        {reinterpret_cast<const void*>(stream_create), "cuGreenCtxStreamCreate"},
+        {reinterpret_cast<const void*>(to_ctx), "cuCtxFromGreenCtx"},
+        {reinterpret_cast<const void*>(set_current), "cuCtxSetCurrent"}};
+    for (const auto& [fn, name] : fns)
+      if (!fn) out += (out.empty() ? "" : ", ") + std::string(name);
+    return out;
   }
   std::string error(CUresult r) const {
     const char* s = nullptr;
@@ -111,10 +128,11 @@ bool GpuRuntime::make_green_contexts(int ranks) {
     partition_note_ = "SM partitioning off (PPSIM_SM_PARTITION=0): the ranks share every SM";
     return false;
   }
-  if (!d.green()) {
-    partition_note_ =
-        "SM partitioning unavailable: this driver has no green contexts (CUDA >= 12.4): the "
-        "ranks share every SM";
+  if (const std::string missing = d.missing_green(); !missing.empty()) {
+    partition_note_ = fmt::format(
+        "SM partitioning unavailable: the driver lacks {} (green contexts: CUDA >= 12.5): the "
+        "ranks share every SM",
+        missing);
     return false;
   }
   CUdevice dev = 0;
@@ -220,8 +238,24 @@ void GpuRuntime::ensure_layout(int ranks) {
   layout(ranks, true);
 }
 
+bool GpuRuntime::stalled() {
+  if (!stalled_.load()) return false;
+  std::lock_guard lock(mu_);
+  for (const RankGpu& g : ranks_)
+    if (g.stream && cudaStreamQuery(g.stream) == cudaErrorNotReady) return true;
+  stalled_.store(false);
+  return false;
+}
+
 void GpuRuntime::bind(int r) {
   RankGpu& g = rank(r);
+  if (g.green_ctx) {
+    // Already its context (a rank's thread, op after op): nothing to do, no driver call.
+    CUcontext current = nullptr;
+    if (driver().get_current && driver().get_current(&current) == CUDA_SUCCESS &&
+        current == static_cast<CUcontext>(g.green_ctx))
+      return;
+  }
   CUDA_CHECK(cudaSetDevice(g.device));
   if (g.green_ctx) {
     const CUresult res = driver().set_current(static_cast<CUcontext>(g.green_ctx));

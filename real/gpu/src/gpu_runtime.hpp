@@ -6,6 +6,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,6 +43,11 @@ class GpuRuntime {
   void bind(int r);
   // "SM partitioning: 4 green contexts of 32 SMs (of 132)" or why there is none.
   const std::string& partition_note() const { return partition_note_; }
+  // A run stopped while GPU work was under way that may never finish (a hung kernel or stream):
+  // nothing may then wait for the device (cudaFree, cudaDeviceSynchronize wait for all of it).
+  void mark_stalled() { stalled_.store(true); }
+  // True while marked and a rank's stream still has work; the mark goes once every one is idle.
+  bool stalled();
 
  private:
   GpuRuntime();
@@ -54,6 +60,7 @@ class GpuRuntime {
   int layout_ranks_ = -1;
   std::vector<RankGpu> ranks_;
   std::string partition_note_;
+  std::atomic<bool> stalled_ = false;
 };
 
 // The device's name and memory, "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".

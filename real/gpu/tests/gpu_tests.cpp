@@ -1,11 +1,17 @@
-// The GPU backends on a GPU (ctest gpu.backends). Without a usable GPU it checks what it can (the
-// CHECK macros' messages, the error for a missing device), then exits 77: ctest reports SKIP with
-// the reason printed here. Each check prints one line; any failure exits 1.
+// The GPU backends on a GPU (ctest gpu.backends; `ppsim_gpu_tests stall` is ctest gpu.stall).
+// Without a usable GPU it checks what it can (the CHECK macros' messages, the error for a missing
+// device), then exits 77: ctest reports SKIP with the reason printed here. Each check prints one
+// line; any failure exits 1.
 #include <fmt/format.h>
+
+#include <cuda.h>
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <stdexcept>
 #include <string>
 
 #include "../src/gpu_runtime.hpp"
@@ -13,6 +19,7 @@
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/comparison.hpp"
+#include "ppsim/real/compute.hpp"
 #include "ppsim/real/executor.hpp"
 #include "ppsim/real/gpu/backends.hpp"
 #include "ppsim/real/gpu/checks.hpp"
@@ -63,13 +70,109 @@ ppsim::real::Execution run(const ppsim::config::Config& c, const std::string& ba
   return ppsim::real::execute(prepared, {s, nullptr});
 }
 
+// cuStreamWaitValue32, from the driver (not linked).
+using WaitValue = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
+WaitValue wait_value() {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, CUDART_VERSION,
+                                       cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<WaitValue>(fn);
+}
+
+// The cuda compute, except that rank 1's third op first makes its stream wait for a flag in
+// memory that nobody sets (cuStreamWaitValue32): a GPU hang, for the watchdog to catch.
+class StallingCompute final : public ppsim::real::Compute {
+ public:
+  explicit StallingCompute(std::uint32_t* flag)
+      : inner_(ppsim::real::ComputeRegistry::instance().find("cuda")->make()), flag_(flag) {}
+  void begin(const ppsim::real::ComputeContext& c) override {
+    seen_ = 0;
+    inner_->begin(c);
+  }
+  void run(int rank, const ppsim::schedules::Op& op, double start, double duration, double blocked,
+           std::span<ppsim::real::Buffer* const> in,
+           std::span<ppsim::real::Buffer* const> out) override {
+    if (rank == 1 && ++seen_ == 3) {
+      auto& rt = ppsim::real::gpu::GpuRuntime::instance();
+      rt.bind(rank);
+      const CUresult r =
+          wait_value()(reinterpret_cast<CUstream>(rt.rank(rank).stream),
+                       reinterpret_cast<CUdeviceptr>(flag_), 1, CU_STREAM_WAIT_VALUE_GEQ);
+      if (r != CUDA_SUCCESS) throw std::runtime_error("cuStreamWaitValue32 failed");
+    }
+    inner_->run(rank, op, start, duration, blocked, in, out);
+  }
+  std::vector<std::string> report() const override { return inner_->report(); }
+  bool holds_memory() const override { return true; }
+  bool may_hang() const override { return inner_->may_hang(); }
+
+ private:
+  std::unique_ptr<ppsim::real::Compute> inner_;
+  std::uint32_t* flag_;
+  int seen_ = 0;
+};
+
+// ctest gpu.stall (a process of its own: a GPU that hangs may take the process with it). A GPU op
+// that never completes: the watchdog stops the run and names the op, and nothing waits for the
+// stalled stream on the way out. The flag is host memory mapped into the GPU, so that the host
+// releases the stream without any GPU queue (one could sit behind the stalled one).
+int stall_test() {
+  using namespace ppsim;
+  CUDA_CHECK(cudaSetDevice(0));
+  std::uint32_t* flag = nullptr;
+  void* device_flag = nullptr;
+  CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flag), sizeof *flag, cudaHostAllocMapped));
+  __atomic_store_n(flag, 0u, __ATOMIC_SEQ_CST);
+  CUDA_CHECK(cudaHostGetDevicePointer(&device_flag, flag, 0));
+  {  // A wait that is met at once, on a stream of its own: can this GPU wait on host memory?
+    if (!wait_value()) {
+      std::printf("SKIP: this driver has no cuStreamWaitValue32\n");
+      return 77;
+    }
+    cudaStream_t s = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const CUresult r =
+        wait_value()(reinterpret_cast<CUstream>(s), reinterpret_cast<CUdeviceptr>(device_flag), 0,
+                     CU_STREAM_WAIT_VALUE_GEQ);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaStreamDestroy(s));
+    if (r != CUDA_SUCCESS) {
+      std::printf("SKIP: cuStreamWaitValue32 on mapped host memory failed (%d)\n",
+                  static_cast<int>(r));
+      return 77;
+    }
+  }
+  real::ComputeRegistry::instance().add(
+      {"test-stalling-cuda", "the cuda compute; rank 1's third op never completes", [device_flag] {
+         return std::make_unique<StallingCompute>(static_cast<std::uint32_t*>(device_flag));
+       }});
+  const auto c = make_config("1f1b.json", 4, 8);
+  real::Execution ex;
+  const std::string threw = thrown([&] { ex = run(c, "cuda", "test-stalling-cuda", 0.5); });
+  check(threw.empty() && ex.outcome == real::Outcome::failed && ex.failure.find("rank 1 op") == 0 &&
+            ex.failure.find("never completed its work") != std::string::npos,
+        "a GPU op that never completes: the watchdog stops the run and names it: " + threw +
+            ex.failure);
+  check(real::gpu::GpuRuntime::instance().stalled(), "the runtime knows the GPU is stalled");
+  __atomic_store_n(flag, 1u, __ATOMIC_SEQ_CST);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  check(!real::gpu::GpuRuntime::instance().stalled(), "the stalled stream drained once released");
+  std::printf("%s\n", failures ? "FAILED" : "all passed");
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   using namespace ppsim;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out at once, should the GPU hang
   real::gpu::register_backends();
   real::register_settings_section();
   real::register_model_section();
+  const bool stall = argc > 1 && std::string(argv[1]) == "stall";
 
   // The macros, on calls that fail whether or not there is a GPU.
   const std::string cuda = thrown([] { CUDA_CHECK(cudaSetDevice(1 << 20)); });
@@ -92,6 +195,7 @@ int main() {
                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return failures ? 1 : 77;
   }
+  if (stall) return stall_test();
   std::printf("device: %s, %d GPU(s)\n", real::gpu::describe_device(0).c_str(), devices);
 
   // Several ranks on one GPU: the run finishes, agrees with the simulator, and the device

@@ -19,8 +19,8 @@ class EmulatedCompute final : public Compute {
     cancel_ = &c.cancel;
   }
 
-  void run(int, const schedules::Op&, double start, double duration, std::span<Buffer* const>,
-           std::span<Buffer* const>) override {
+  void run(int, const schedules::Op&, double start, double duration, double,
+           std::span<Buffer* const>, std::span<Buffer* const>) override {
     if (scale_ <= 0 || duration <= 0) return;
     const double end = start + duration * scale_;
     // Long ops wait in slices so that a stopped run is not held up by them.

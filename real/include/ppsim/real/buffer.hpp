@@ -4,6 +4,7 @@
 // A read of released storage is reported with the op that tried it, never a read of garbage.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -83,9 +84,18 @@ class Buffer {
   const std::string& released_by() const { return released_by_; }
 
   // Stamps / reads the payload, touching the whole storage. On released storage both throw
-  // HazardError "released_storage_access" naming `op` (at rank, pos) and the op that released it.
-  void write(const Payload& p, int rank, int pos, const std::string& op);
-  Payload read(int rank, int pos, const std::string& op) const;
+  // HazardError "released_storage_access" naming the op (at rank, pos) and the one that released
+  // it. The op's name is made only then: formatting it for every op cost microseconds between a
+  // GPU's ops.
+  using OpName = std::function<std::string()>;
+  void write(const Payload& p, int rank, int pos, const OpName& op);
+  Payload read(int rank, int pos, const OpName& op) const;
+  void write(const Payload& p, int rank, int pos, const std::string& op) {
+    write(p, rank, pos, OpName([&op] { return op; }));
+  }
+  Payload read(int rank, int pos, const std::string& op) const {
+    return read(rank, pos, OpName([&op] { return op; }));
+  }
   // The transfer itself: this buffer's storage takes the bytes (as many as fit). Call only while
   // both have storage.
   void copy_from(std::span<const std::byte> bytes);

@@ -32,13 +32,24 @@ class Compute {
   virtual ~Compute() = default;
   virtual void begin(const ComputeContext& context) = 0;
   // Runs compute op `op` of `rank` (a plain F/B/I/W or a composite), which started at `start`
-  // (seconds on the run clock) and lasts `duration` time units in the model. `inputs` hold what it
-  // reads (already checked by the executor), `outputs` what it writes. Returns when it is done;
-  // may throw (the executor stops the run cleanly and reports the rank and op).
-  virtual void run(int rank, const schedules::Op& op, double start, double duration,
+  // (seconds on the run clock) and lasts `duration` time units in the model. `blocked` is how long
+  // (seconds) the rank waited on communication since its previous compute op ended: what of the
+  // time between the two is not the cost of issuing them. `inputs` hold what it reads (already
+  // checked by the executor), `outputs` what it writes. Returns when it is done; may throw (the
+  // executor stops the run cleanly and reports the rank and op).
+  virtual void run(int rank, const schedules::Op& op, double start, double duration, double blocked,
                    std::span<Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
   // Lines about the last run for the report (a GPU compute: device memory, issue gaps).
   virtual std::vector<std::string> report() const { return {}; }
+  // True when its ops allocate the real memory themselves (a GPU compute's device stashes): the
+  // executor's host buffers then only carry the payload stamps (memory scale 0 unless set), so
+  // that filling them does not add to the ops' measured time.
+  virtual bool holds_memory() const { return false; }
+  // True when an op waits on a device that may never finish it (a hung kernel or stream on a
+  // GPU): the watchdog then stops a run whose op has not returned after 10 times its modelled
+  // wall time and at least the hang timeout, and names it. (Its run() must return once the
+  // context's `cancel` is set.)
+  virtual bool may_hang() const { return false; }
 };
 
 struct ComputeInfo {
