@@ -147,20 +147,23 @@ class NcclTransport final : public Transport {
     }
     group->entries.front()->req->buffer = std::move(buffer);
     group->entries.front()->attached = true;
+    // The NCCL calls outside the lock: a first send between two ranks sets their connection up
+    // inside ncclGroupEnd, which waits for the peer, and the peer may need the lock to post.
+    // (Only this rank's thread uses its communicator.)
+    NCCL_CHECK(ncclGroupStart());
+    for (const EntryPtr& e : group->entries) {
+      const int peer = ctx_->semantics.peer_of(e->req->op);
+      if (e->req->send)
+        NCCL_CHECK(ncclSend(e->device, bytes_, ncclUint8, peer, comms_[r], cs));
+      else
+        NCCL_CHECK(ncclRecv(e->device, bytes_, ncclUint8, peer, comms_[r], cs));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+    CUDA_CHECK(cudaEventCreateWithFlags(&group->done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(group->done, cs));
+    group->start = ctx_->clock.now();
     {
       std::lock_guard lock(mu_);
-      NCCL_CHECK(ncclGroupStart());
-      for (const EntryPtr& e : group->entries) {
-        const int peer = ctx_->semantics.peer_of(e->req->op);
-        if (e->req->send)
-          NCCL_CHECK(ncclSend(e->device, bytes_, ncclUint8, peer, comms_[r], cs));
-        else
-          NCCL_CHECK(ncclRecv(e->device, bytes_, ncclUint8, peer, comms_[r], cs));
-      }
-      NCCL_CHECK(ncclGroupEnd());
-      CUDA_CHECK(cudaEventCreateWithFlags(&group->done, cudaEventDisableTiming));
-      CUDA_CHECK(cudaEventRecord(group->done, cs));
-      group->start = ctx_->clock.now();
       groups_.push_back(group);
       // NCCL's matching, mirrored: in issue order per directed pair.
       for (const EntryPtr& e : group->entries) {
