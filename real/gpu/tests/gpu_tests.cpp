@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -31,6 +32,13 @@ namespace {
 
 int failures = 0;
 
+// The checkout whose configs/ it reads: the build's, or $PPSIM_SOURCE_DIR (a copy of the binary
+// run elsewhere: scripts/gpu-bundle.sh).
+std::string source_dir() {
+  const char* env = std::getenv("PPSIM_SOURCE_DIR");
+  return env && *env ? env : PPSIM_SOURCE_DIR;
+}
+
 void check(bool ok, const std::string& what) {
   std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
   if (!ok) ++failures;
@@ -47,7 +55,7 @@ std::string thrown(Fn&& fn) {
 }
 
 ppsim::config::Config make_config(const std::string& bundled, int ranks, int microbatches) {
-  std::ifstream in(std::string(PPSIM_SOURCE_DIR) + "/configs/" + bundled);
+  std::ifstream in(source_dir() + "/configs/" + bundled);
   nlohmann::json j = nlohmann::json::parse(in);
   j["schedule"]["ranks"] = ranks;
   j["schedule"]["microbatches"] = microbatches;
@@ -222,7 +230,7 @@ int main(int argc, char** argv) {
 
   // The all-blocking 1F1B hangs on the GPU as the simulator predicts; the watchdog stops it.
   {
-    std::ifstream in(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
+    std::ifstream in(source_dir() + "/configs/1f1b-blocking-deadlock.json");
     nlohmann::json j = nlohmann::json::parse(in);
     j["model"] = {{"hidden", 512}, {"sequence_length", 512}};
     const auto c = config::parse_config(j, "1f1b-blocking-deadlock.json");
