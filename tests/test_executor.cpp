@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -378,6 +379,70 @@ TEST_CASE("A compute op that never returns (a hung GPU) is stopped by the watchd
       prepared_of(test::lowered("1f1b", 2, 1, 1, "async"), test::uniform(2, 1, 2)), {s});
   CHECK(slow.outcome == real::Outcome::finished);
   CHECK(slow.failure.empty());
+}
+
+namespace {
+// Keeps what each call was told it waited on communication since the rank's previous compute op.
+class BlockedRecordingCompute : public real::Compute {
+ public:
+  void begin(const real::ComputeContext& c) override {
+    std::lock_guard lock(mu_);
+    blocked_.assign(static_cast<std::size_t>(c.program.ranks()), {});
+  }
+  void run(int rank, const schedules::Op&, double, double, double blocked,
+           std::span<real::Buffer* const>, std::span<real::Buffer* const>) override {
+    std::lock_guard lock(mu_);
+    blocked_[static_cast<std::size_t>(rank)].push_back(blocked);
+  }
+  static std::vector<std::vector<double>> last;
+  ~BlockedRecordingCompute() override { last = blocked_; }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<double>> blocked_;
+};
+std::vector<std::vector<double>> BlockedRecordingCompute::last;
+}  // namespace
+
+TEST_CASE("Compute::run is told how long its rank waited on communication since its last op",
+          "[real][threads]") {
+  auto& registry = real::ComputeRegistry::instance();
+  if (!registry.find("test-blocked"))
+    registry.add({"test-blocked", "records the waits it is told of",
+                  [] { return std::make_unique<BlockedRecordingCompute>(); }});
+  real::Settings s;
+  s.compute = "test-blocked";
+  s.time_scale = 0;  // the transfers still take the host's time: the ranks do wait
+  s.hang_timeout = 60;
+  const real::Execution ex = real::execute(
+      prepared_of(test::lowered("1f1b", 4, 8, 1, "async"), test::uniform(4, 1, 2)), {s});
+  REQUIRE(ex.outcome == real::Outcome::finished);
+  REQUIRE(ex.record.trace);
+  const double unit = 1e-3;  // seconds per trace time unit when the time scale is 0
+  const auto& told = BlockedRecordingCompute::last;
+  REQUIRE(told.size() == 4);
+  // The sum of the rank's blocked spans since its previous compute span, at each compute span.
+  std::vector<std::vector<double>> spans(4);
+  std::vector<double> acc(4, 0.0);
+  for (const auto& sp : ex.record.trace->spans) {
+    const auto r = static_cast<std::size_t>(sp.rank);
+    if (sp.kind == record::SpanKind::blocked) acc[r] += sp.end - sp.start;
+    if (sp.kind == record::SpanKind::compute) {
+      spans[r].push_back(acc[r] * unit);
+      acc[r] = 0;
+    }
+  }
+  double waited = 0;
+  for (std::size_t r = 0; r < 4; ++r) {
+    REQUIRE(told[r].size() == spans[r].size());
+    REQUIRE(told[r].size() == 16);  // 8 F and 8 B
+    for (std::size_t k = 0; k < told[r].size(); ++k) {
+      CHECK(told[r][k] >= 0);
+      CHECK(told[r][k] == Approx(spans[r][k]).margin(1e-12));
+      waited += told[r][k];
+    }
+  }
+  CHECK(waited > 0);  // the last rank waits for its first forward, at least
 }
 
 TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
