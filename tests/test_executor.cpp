@@ -288,6 +288,14 @@ TEST_CASE(
 }
 
 namespace {
+// Registers a test compute under `name` once (the registry outlives the test cases).
+template <typename C, typename... Args>
+void add_compute_once(const char* name, const char* description, Args... args) {
+  auto& registry = real::ComputeRegistry::instance();
+  if (!registry.find(name))
+    registry.add({name, description, [=] { return std::make_unique<C>(args...); }});
+}
+
 // Throws on rank 2's second compute op.
 class ThrowingCompute : public real::Compute {
  public:
@@ -304,10 +312,7 @@ class ThrowingCompute : public real::Compute {
 
 TEST_CASE("A rank that throws stops every rank cleanly; the failure names the rank and the op",
           "[real][threads]") {
-  auto& registry = real::ComputeRegistry::instance();
-  if (!registry.find("test-throwing"))
-    registry.add(
-        {"test-throwing", "throws on rank 2", [] { return std::make_unique<ThrowingCompute>(); }});
+  add_compute_once<ThrowingCompute>("test-throwing", "throws on rank 2");
   real::Settings s = untimed();
   s.compute = "test-throwing";
   s.hang_timeout = 60;  // the failure, not the watchdog, must stop it
@@ -352,13 +357,8 @@ class StallingCompute : public real::Compute {
 
 TEST_CASE("A compute op that never returns (a hung GPU) is stopped by the watchdog and named",
           "[real][threads]") {
-  auto& registry = real::ComputeRegistry::instance();
-  if (!registry.find("test-stalling"))
-    registry.add({"test-stalling", "rank 1's second op never returns",
-                  [] { return std::make_unique<StallingCompute>(false); }});
-  if (!registry.find("test-slow"))
-    registry.add({"test-slow", "every op takes 0.1 s",
-                  [] { return std::make_unique<StallingCompute>(true); }});
+  add_compute_once<StallingCompute>("test-stalling", "rank 1's second op never returns", false);
+  add_compute_once<StallingCompute>("test-slow", "every op takes 0.1 s", true);
   const config::Prepared prep =
       prepared_of(test::lowered("1f1b", 4, 4, 1, "async"), test::uniform(4, 1, 2));
   real::Settings s = untimed();
@@ -406,10 +406,7 @@ std::vector<std::vector<double>> BlockedRecordingCompute::last;
 
 TEST_CASE("Compute::run is told how long its rank waited on communication since its last op",
           "[real][threads]") {
-  auto& registry = real::ComputeRegistry::instance();
-  if (!registry.find("test-blocked"))
-    registry.add({"test-blocked", "records the waits it is told of",
-                  [] { return std::make_unique<BlockedRecordingCompute>(); }});
+  add_compute_once<BlockedRecordingCompute>("test-blocked", "records the waits it is told of");
   real::Settings s;
   s.compute = "test-blocked";
   s.time_scale = 0;  // the transfers still take the host's time: the ranks do wait

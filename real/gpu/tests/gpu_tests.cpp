@@ -114,7 +114,7 @@ class StallingCompute final : public ppsim::real::Compute {
     inner_->run(rank, op, start, duration, blocked, in, out);
   }
   std::vector<std::string> report() const override { return inner_->report(); }
-  bool holds_memory() const override { return true; }
+  bool holds_memory() const override { return inner_->holds_memory(); }
   bool may_hang() const override { return inner_->may_hang(); }
 
  private:
