@@ -2,9 +2,10 @@
 // section; mlp_model.hpp) on the rank's stream, B runs I's then W's, and the op returns when the
 // GPU has finished them, so its span is the real duration. Activation stashes are real device
 // allocations of the modelled size from the rank's memory pool, whose high-water mark is the
-// measured peak. Between two consecutive compute ops of a rank it measures the GPU's idle gap less
-// the time the rank waited on communication in between: what issuing one op after the other costs
-// (host wake-up, bookkeeping, posting, launch).
+// measured peak. The rank's thread sees an op complete in host memory that the stream writes
+// (host_signals.hpp), not by polling an event. Between two consecutive compute ops of a rank it
+// measures the GPU's idle gap less the time the rank waited on communication in between: what
+// issuing one op after the other costs (host wake-up, bookkeeping, posting, launch).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "gpu_runtime.hpp"
+#include "host_signals.hpp"
 #include "ppsim/config/error.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/gpu/checks.hpp"
@@ -44,6 +46,7 @@ struct RankState {
   std::map<std::pair<int, int>, std::pair<void*, std::int64_t>> stashes;  // (stage, mb)
   std::int64_t live = 0, peak = 0;
   std::size_t count_at_peak = 0;
+  std::uint32_t seq = 0;  // ops run: its host signal reaches it when the last one has completed
   // This iteration's ops: their events are read once it is over (collect), not between ops,
   // where each read is a driver call on the way to the next op.
   struct Timed {
@@ -114,6 +117,8 @@ class CudaCompute final : public Compute {
       s.busy.clear();
       std::uint64_t zero = 0;
       CUDA_CHECK(cudaMemPoolSetAttribute(g.pool, cudaMemPoolAttrUsedMemHigh, &zero));
+      // Can this rank's context write host memory from its stream? (Else events are polled.)
+      signals_->probe(g.stream, r, s.seq);
     }
   }
 
@@ -127,11 +132,14 @@ class CudaCompute final : public Compute {
     const auto& mem = ctx_->model.memory;
     const std::pair<int, int> cell{op.stage, op.microbatch};
     const cudaEvent_t begin_ev = event(s), end_ev = event(s);
-    if (op.kind == OpKind::F) stash_take(s, g, cell, mem.activation_bytes);
     CUDA_CHECK(cudaEventRecord(begin_ev, g.stream));
     const double enqueued = ctx_->clock.now();
     for (int layer = 0; layer < model_->layers; ++layer) gemms(s, g, op.kind);
     CUDA_CHECK(cudaEventRecord(end_ev, g.stream));
+    const bool signalled = signals_->write(g.stream, static_cast<std::size_t>(rank), ++s.seq);
+    // The stash's allocation and releases after the launches, off the GPU's way to the op (the
+    // pool sees them in the same order as the ops, so its high-water mark is the same).
+    if (op.kind == OpKind::F) stash_take(s, g, cell, mem.activation_bytes);
     switch (schedules::Semantics::stash_effect(op.kind)) {
       case schedules::Semantics::Stash::keep_weights:
         if (s.stashes.count(cell)) {
@@ -146,17 +154,22 @@ class CudaCompute final : public Compute {
       default:
         break;
     }
-    // Polled, not synchronized: a stopped run is not held up, and the wake-up is prompt.
-    while (true) {
-      const cudaError_t e = cudaEventQuery(end_ev);
-      if (e == cudaSuccess) break;
-      if (e != cudaErrorNotReady) CUDA_CHECK(e);
+    // Polled, not synchronized: a stopped run is not held up, and the wake-up is prompt. The
+    // host signal is a memory read; an event query (where there is no signal) a driver call.
+    for (unsigned spins = 1;; ++spins) {
+      if (signalled) {
+        if (signals_->reached(static_cast<std::size_t>(rank), s.seq)) break;
+      } else {
+        const cudaError_t e = cudaEventQuery(end_ev);
+        if (e == cudaSuccess) break;
+        if (e != cudaErrorNotReady) CUDA_CHECK(e);
+      }
       if (ctx_->cancel.load(std::memory_order_relaxed)) {
         // Its work may never finish: nothing may wait for it (free_all).
         GpuRuntime::instance().mark_stalled();
         return;
       }
-      std::this_thread::yield();
+      if (!signalled || spins % 64 == 0) std::this_thread::yield();
     }
     const double seen = ctx_->clock.now();
     const bool follows = !s.timed.empty();
@@ -221,8 +234,12 @@ class CudaCompute final : public Compute {
     out.push_back(fmt::format(
         "issue gap parts  medians: {:.1f} us on the host between an op's return and the next "
         "call (waits excluded), {:.1f} us from the call to the first GPU work enqueued; an op's "
-        "host span exceeds its GPU time by {:.1f} us (launch and completion-poll latency)",
-        percentile(between, 0.5), percentile(enqueue, 0.5), percentile(excess, 0.5)));
+        "host span exceeds its GPU time by {:.1f} us (launch and completion-poll latency); "
+        "completion seen {}",
+        percentile(between, 0.5), percentile(enqueue, 0.5), percentile(excess, 0.5),
+        signals_ && signals_->available()
+            ? "in host memory (cuStreamWriteValue32)"
+            : "by polling events (" + (signals_ ? signals_->note() : std::string("-")) + ")"));
     return out;
   }
 
@@ -248,6 +265,8 @@ class CudaCompute final : public Compute {
       if (!g.cublas) CUBLAS_CHECK(cublasCreate(&g.cublas));
       CUBLAS_CHECK(cublasSetStream(g.cublas, g.stream));
     }
+    CUDA_CHECK(cudaSetDevice(0));
+    signals_ = std::make_unique<HostSignals>(static_cast<std::size_t>(ranks));
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 
@@ -279,7 +298,10 @@ class CudaCompute final : public Compute {
   void free_all() {
     // A stopped run's GPU work may never finish (a hung kernel), and cudaFree waits for the whole
     // device: what it used is left to the process's exit.
-    if (!ranks_.empty() && GpuRuntime::instance().stalled()) return;
+    if (!ranks_.empty() && GpuRuntime::instance().stalled()) {
+      (void)signals_.release();  // (a stream may still write it)
+      return;
+    }
     for (auto& s : ranks_) {
       for (cudaEvent_t ev : s.events) (void)cudaEventDestroy(ev);
       for (void* p : {s.x, s.y, s.dx, s.a, s.da, s.w1, s.dw1, s.w2, s.dw2})
@@ -339,6 +361,7 @@ class CudaCompute final : public Compute {
   std::optional<MlpModel> model_;
   mutable std::vector<RankState> ranks_;  // (report() reads the last iteration's events)
   std::vector<std::int64_t> predicted_;
+  std::unique_ptr<HostSignals> signals_;  // each rank's ops completed, in host memory
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "gpu_runtime.hpp"
+#include "host_signals.hpp"
 #include "ppsim/config/error.hpp"
 #include "ppsim/real/gpu/checks.hpp"
 #include "ppsim/real/transport.hpp"
@@ -40,7 +41,9 @@ struct Message {
   Side send, recv;
   bool has_recv = false;
   double start = 0;
-  cudaEvent_t done = nullptr;
+  cudaEvent_t done = nullptr;  // where there are no host signals
+  std::uint32_t seq = 0;       // its link's signal reaches it when the copy has completed
+  std::size_t link = 0;
 };
 using MessagePtr = std::shared_ptr<Message>;
 
@@ -50,6 +53,7 @@ struct Link {
   std::deque<MessagePtr> sends;  // fifo: posted, not matched
   std::deque<Side> recvs;
   cudaStream_t stream = nullptr;
+  std::uint32_t seq = 0;  // copies enqueued (progress thread)
 };
 
 class CudaTransport final : public Transport {
@@ -58,7 +62,10 @@ class CudaTransport final : public Transport {
     stop_progress();
     for (auto& [i, l] : links_)
       if (l.stream) (void)cudaStreamDestroy(l.stream);
-    if (stalled_) return;  // cudaFree would wait for copies that never end: left to the exit
+    if (stalled_) {  // cudaFree would wait for copies that never end: left to the exit
+      (void)signals_.release();
+      return;
+    }
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
     for (void* b : buffers_) (void)cudaFree(b);
   }
@@ -77,6 +84,15 @@ class CudaTransport final : public Transport {
     const auto bytes =
         static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
     CUDA_CHECK(cudaSetDevice(0));
+    if (!signals_ || signals_->size() != static_cast<std::size_t>(R_ * R_)) {
+      if (stalled_) (void)signals_.release();  // (a stalled copy may still write the old ones)
+      signals_ = std::make_unique<HostSignals>(static_cast<std::size_t>(R_ * R_));
+      for (auto& [i, l] : links_) l.seq = 0;  // new counters start at 0
+      cudaStream_t probe = nullptr;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&probe, cudaStreamNonBlocking));
+      signals_->probe(probe, 0, 0);
+      CUDA_CHECK(cudaStreamDestroy(probe));
+    }
     if (bytes != bytes_) {  // the buffers of another message size go (end() left them idle)
       if (!stalled_)
         for (void* b : buffers_) CUDA_CHECK(cudaFree(b));
@@ -121,9 +137,9 @@ class CudaTransport final : public Transport {
     if (req->send) {
       auto m = std::make_shared<Message>();
       m->send = side;
-      if (match_send(l, m)) make_ready(l, m);
+      if (match_send(l, m)) make_ready(link, l, m);
     } else if (MessagePtr m = match_recv(l, side)) {
-      make_ready(l, m);
+      make_ready(link, l, m);
     }
     return req;
   }
@@ -222,8 +238,13 @@ class CudaTransport final : public Transport {
   }
 
   std::vector<std::string> report() const override {
-    return {fmt::format("cuda transport   {} device-to-device transfers of {} bytes; {}",
-                        transfers_, bytes_, GpuRuntime::instance().partition_note())};
+    return {fmt::format(
+        "cuda transport   {} device-to-device transfers of {} bytes; {}; copies "
+        "seen complete {}",
+        transfers_, bytes_, GpuRuntime::instance().partition_note(),
+        signals_ && signals_->available()
+            ? "in host memory (cuStreamWriteValue32)"
+            : "by polling events (" + (signals_ ? signals_->note() : std::string("-")) + ")")};
   }
 
  private:
@@ -322,7 +343,8 @@ class CudaTransport final : public Transport {
                                   r.rank, r.pos, ctx_->program.op_text(r.rank, r.op)));
   }
 
-  void make_ready(Link& l, const MessagePtr& m) {
+  void make_ready(std::size_t link, Link& l, const MessagePtr& m) {
+    m->link = link;
     m->send.req->peer_rank = m->recv.req->rank;
     m->send.req->peer_pos = m->recv.req->pos;
     m->recv.req->peer_rank = m->send.req->rank;
@@ -343,10 +365,23 @@ class CudaTransport final : public Transport {
   void launch(Link& l, Message& m) {
     if (!l.stream) CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
     m.start = ctx_->clock.now();
-    m.done = event();
     CUDA_CHECK(
         cudaMemcpyAsync(m.recv.device, m.send.device, bytes_, cudaMemcpyDeviceToDevice, l.stream));
-    CUDA_CHECK(cudaEventRecord(m.done, l.stream));
+    m.seq = l.seq + 1;
+    if (signals_->write(l.stream, m.link, m.seq)) {
+      l.seq = m.seq;
+    } else {
+      m.done = event();
+      CUDA_CHECK(cudaEventRecord(m.done, l.stream));
+    }
+  }
+  // Whether a launched copy has completed (progress thread, without the lock).
+  bool copied(const Message& m) const {
+    if (!m.done) return signals_->reached(m.link, m.seq);
+    const cudaError_t e = cudaEventQuery(m.done);
+    if (e == cudaErrorNotReady) return false;
+    CUDA_CHECK(e);
+    return true;
   }
   void finish(Message& m) {
     const double end = ctx_->clock.now();
@@ -363,7 +398,7 @@ class CudaTransport final : public Transport {
     }
     give_buffer(m.send.device);
     give_buffer(m.recv.device);
-    {
+    if (m.done) {
       std::lock_guard events(event_mu_);
       free_events_.push_back(m.done);
       m.done = nullptr;
@@ -394,9 +429,7 @@ class CudaTransport final : public Transport {
         done.assign(busy.size(), 0);
         bool any = false;
         for (std::size_t i = 0; i < busy.size(); ++i) {
-          const cudaError_t e = cudaEventQuery(busy[i].second->done);
-          if (e == cudaErrorNotReady) continue;
-          CUDA_CHECK(e);
+          if (!copied(*busy[i].second)) continue;
           done[i] = 1;
           any = true;
         }
@@ -451,6 +484,7 @@ class CudaTransport final : public Transport {
   std::vector<cudaEvent_t> events_;       // every event made, destroyed at the end
   std::vector<cudaEvent_t> free_events_;  // those not in use
   std::unordered_map<std::size_t, Link> links_;
+  std::unique_ptr<HostSignals> signals_;  // one per link (link_index): its copies completed
   std::unordered_map<std::size_t, TagSlot> tag_slot_;
   std::vector<const std::span<const RequestPtr>*> waiting_;
   std::vector<std::condition_variable> cvs_;

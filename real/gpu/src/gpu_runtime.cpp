@@ -8,27 +8,13 @@
 #include <string>
 #include <utility>
 
+#include "driver_entry.hpp"
 #include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/gpu/checks.hpp"
 
 namespace ppsim::real::gpu {
 
 namespace {
-
-// The driver API without linking libcuda: a machine without a driver still starts ppsim, and
-// cudaGetDeviceCount says what is missing. Asked for at the version of the headers compiled
-// against (CUDART_VERSION), whose prototypes these are: at 12.4, cuGreenCtxStreamCreate (12.5)
-// was not found and every GPU ran without SM partitioning.
-template <typename Fn>
-Fn driver_fn(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &fn, CUDART_VERSION, cudaEnableDefault, &found) !=
-          cudaSuccess ||
-      found != cudaDriverEntryPointSuccess)
-    return nullptr;
-  return reinterpret_cast<Fn>(fn);
-}
 
 struct Driver {
   decltype(&cuDeviceGet) device_get = driver_fn<decltype(&cuDeviceGet)>("cuDeviceGet");
