@@ -62,7 +62,9 @@ class CudaTransport final : public Transport {
     stop_progress();
     for (auto& [i, l] : links_)
       if (l.stream) (void)cudaStreamDestroy(l.stream);
-    if (stalled_) {  // cudaFree would wait for copies that never end: left to the exit
+    // cudaFree waits for the whole device: after a stall (a copy of this transport's or a compute
+    // op that never ended) what it holds is left to the process's exit.
+    if (device_stalled()) {
       (void)signals_.release();
       return;
     }
@@ -85,7 +87,7 @@ class CudaTransport final : public Transport {
         static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
     CUDA_CHECK(cudaSetDevice(0));
     if (!signals_ || signals_->size() != static_cast<std::size_t>(R_ * R_)) {
-      if (stalled_) (void)signals_.release();  // (a stalled copy may still write the old ones)
+      if (device_stalled()) (void)signals_.release();  // (a stalled copy may still write them)
       signals_ = std::make_unique<HostSignals>(static_cast<std::size_t>(R_ * R_));
       for (auto& [i, l] : links_) l.seq = 0;  // new counters start at 0
       cudaStream_t probe = nullptr;
@@ -94,7 +96,7 @@ class CudaTransport final : public Transport {
       CUDA_CHECK(cudaStreamDestroy(probe));
     }
     if (bytes != bytes_) {  // the buffers of another message size go (end() left them idle)
-      if (!stalled_)
+      if (!device_stalled())
         for (void* b : buffers_) CUDA_CHECK(cudaFree(b));
       buffers_.clear();
       free_buffers_.clear();
@@ -477,6 +479,7 @@ class CudaTransport final : public Transport {
   static constexpr int kSpinMs = 20;
   static constexpr double kDrainSeconds = 2.0;
   bool stalled_ = false;  // a copy never ended: its buffers stay out of use and are not freed
+  bool device_stalled() const { return stalled_ || GpuRuntime::instance().stalled(); }
   std::mutex buffer_mu_;
   std::vector<void*> buffers_, free_buffers_;  // all of bytes_ made, and the idle ones
   mutable std::mutex mu_;
