@@ -106,6 +106,14 @@ class CudaCompute final : public Compute {
       for (auto& [cell, p] : s.stashes) CUDA_CHECK(cudaFreeAsync(p.first, g.stream));
       CUDA_CHECK(cudaStreamSynchronize(g.stream));
       s.stashes.clear();
+      // The pool grows to the predicted peak now, not during the run (memory it keeps).
+      if (r < predicted_.size() && predicted_[r] > 0) {
+        void* p = nullptr;
+        CUDA_CHECK(cudaMallocFromPoolAsync(&p, static_cast<std::size_t>(predicted_[r]), g.pool,
+                                           g.stream));
+        CUDA_CHECK(cudaFreeAsync(p, g.stream));
+        CUDA_CHECK(cudaStreamSynchronize(g.stream));
+      }
       s.live = s.peak = 0;
       s.count_at_peak = 0;
       s.timed.clear();
@@ -264,6 +272,14 @@ class CudaCompute final : public Compute {
       for (void* p : {s.w1, s.dw1, s.w2, s.dw2}) CUDA_CHECK(cudaMemset(p, 0, h * f * e));
       if (!g.cublas) CUBLAS_CHECK(cublasCreate(&g.cublas));
       CUBLAS_CHECK(cublasSetStream(g.cublas, g.stream));
+    }
+    // Each rank runs its GEMMs once now, in its own context: the kernels are loaded lazily at
+    // their first launch, and a load waits for the whole context, so a first launch during a run
+    // would wait behind another rank's hung op and the watchdog could not stop that rank.
+    for (int r = 0; r < ranks; ++r) {
+      rt.bind(r);
+      for (OpKind k : {OpKind::F, OpKind::I, OpKind::W})
+        gemms(ranks_[static_cast<std::size_t>(r)], rt.rank(r), k);
     }
     CUDA_CHECK(cudaSetDevice(0));
     signals_ = std::make_unique<HostSignals>(static_cast<std::size_t>(ranks));

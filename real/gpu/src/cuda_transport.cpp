@@ -102,6 +102,21 @@ class CudaTransport final : public Transport {
       free_buffers_.clear();
       bytes_ = bytes;
     }
+    if (!primed_) {
+      // One copy now: whatever the runtime loads for a device-to-device copy at its first use is
+      // loaded before the run (a load waits for the whole device: behind a hung op, it would
+      // hang the progress thread).
+      void* from = take_buffer();
+      void* to = take_buffer();
+      cudaStream_t s = nullptr;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      CUDA_CHECK(cudaMemcpyAsync(to, from, bytes_, cudaMemcpyDeviceToDevice, s));
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      CUDA_CHECK(cudaStreamDestroy(s));
+      give_buffer(from);
+      give_buffer(to);
+      primed_ = true;
+    }
     std::lock_guard lock(mu_);
     for (auto& [i, l] : links_) {
       l.ready.clear();
@@ -478,6 +493,7 @@ class CudaTransport final : public Transport {
   std::size_t bytes_ = 1;
   static constexpr int kSpinMs = 20;
   static constexpr double kDrainSeconds = 2.0;
+  bool primed_ = false;   // a copy has run (begin)
   bool stalled_ = false;  // a copy never ended: its buffers stay out of use and are not freed
   bool device_stalled() const { return stalled_ || GpuRuntime::instance().stalled(); }
   std::mutex buffer_mu_;
