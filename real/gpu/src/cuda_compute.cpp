@@ -92,11 +92,12 @@ class CudaCompute final : public Compute {
           "the GPU still runs the work of an earlier run that was stopped (its op never "
           "completed): start a new process");
     rt.ensure_layout(c.program.ranks());
-    if (!model_ || model_->hidden != model->hidden || model_->ffn_hidden != model->ffn_hidden ||
-        model_->tokens() != model->tokens() || model_->dtype != model->dtype ||
-        static_cast<int>(ranks_.size()) != c.program.ranks())
-      allocate(*model, c.program.ranks());
-    model_ = model;
+    const bool fresh = !model_ || model_->hidden != model->hidden ||
+                       model_->ffn_hidden != model->ffn_hidden ||
+                       model_->tokens() != model->tokens() || model_->dtype != model->dtype ||
+                       static_cast<int>(ranks_.size()) != c.program.ranks();
+    model_ = model;  // (allocate runs its GEMMs)
+    if (fresh) allocate(*model, c.program.ranks());
     predicted_ = stash_peaks(c.program, c.model.memory);
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       RankState& s = ranks_[r];
