@@ -382,6 +382,70 @@ TEST_CASE("A compute op that never returns (a hung GPU) is stopped by the watchd
 }
 
 namespace {
+// Counts run() calls, those still under way, and what end() found: the executor must call end()
+// once per iteration, after every rank has returned (a GPU compute lets go of work it launched
+// ahead there).
+class EndRecordingCompute : public real::Compute {
+ public:
+  void begin(const real::ComputeContext&) override {
+    ++begins;
+    runs = 0;
+  }
+  void run(int, const schedules::Op&, double, double, double, std::span<real::Buffer* const>,
+           std::span<real::Buffer* const>) override {
+    in_run.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // a late rank would be seen
+    runs.fetch_add(1);
+    in_run.fetch_sub(1);
+  }
+  void end() override {
+    ++ends;
+    runs_at_end.push_back(runs.load());
+    busy_at_end = busy_at_end || in_run.load() != 0 || ends != begins;
+  }
+  static inline int begins = 0, ends = 0;
+  static inline std::vector<int> runs_at_end;
+  static inline bool busy_at_end = false;
+  static void reset() {
+    begins = ends = 0;
+    runs_at_end.clear();
+    busy_at_end = false;
+  }
+
+ private:
+  std::atomic<int> runs{0}, in_run{0};
+};
+}  // namespace
+
+TEST_CASE("Compute::end is called once per iteration after every rank has returned, hang or not",
+          "[real][threads]") {
+  add_compute_once<EndRecordingCompute>("test-end", "records end() calls");
+  real::Settings s = untimed();
+  s.compute = "test-end";
+  s.warmup = 1;
+  s.iterations = 2;
+  EndRecordingCompute::reset();
+  auto p = test::lowered("1f1b", 4, 3, 1, "async");
+  const real::Execution done =
+      real::execute(prepared_of(std::move(p), test::uniform(4, 1, 2)), {s});
+  REQUIRE(done.outcome == real::Outcome::finished);
+  CHECK(EndRecordingCompute::ends == 3);  // warm-up and two measured iterations
+  CHECK(EndRecordingCompute::runs_at_end == std::vector<int>{24, 24, 24});  // 4 ranks x 3 x (F, B)
+  CHECK_FALSE(EndRecordingCompute::busy_at_end);
+
+  // The all-blocking 1F1B hangs: the ranks stop in their sends, and end() still comes, once.
+  EndRecordingCompute::reset();
+  auto blocking = test::lowered("1f1b", 4, 8, 1, "blocking");
+  const real::Execution hung =
+      real::execute(prepared_of(std::move(blocking), test::uniform(4, 1, 2)), {s});
+  REQUIRE(hung.outcome == real::Outcome::hang);
+  CHECK(EndRecordingCompute::ends == 1);
+  REQUIRE(EndRecordingCompute::runs_at_end.size() == 1);
+  CHECK(EndRecordingCompute::runs_at_end[0] < 64);
+  CHECK_FALSE(EndRecordingCompute::busy_at_end);
+}
+
+namespace {
 // Keeps what each call was told it waited on communication since the rank's previous compute op.
 class BlockedRecordingCompute : public real::Compute {
  public:
