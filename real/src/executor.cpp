@@ -112,7 +112,6 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
     gate.count_down();
     threads.clear();
     transport.end();
-    compute.end();
     throw config::ConfigError(prepared.config.source, "schedule.ranks",
                               fmt::format("cannot start a thread per rank: {}", e.what()));
   }
@@ -121,7 +120,6 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
   it.outcome = detail::Watchdog(s.hang_timeout, stop).watch(run, ranks);
   threads.clear();  // joins
   transport.end();
-  compute.end();
   // A receive never waited may have completed after its rank ended: its transfer happened.
   for (auto& rr : ranks) rr->report_unseen_transfers();
   recorder.on_end();

@@ -14,10 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <map>
-#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -45,14 +42,6 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(i, v.size() - 1)];
 }
 
-// An op's GPU work as enqueued on its rank's stream.
-struct Launched {
-  cudaEvent_t begin = nullptr, end = nullptr;
-  std::uint32_t seq = 0;   // the rank's signal reaches it when the op has completed
-  bool signalled = false;  // else its end event is polled
-  double enqueued = 0;     // run clock: its begin event was enqueued
-};
-
 struct RankState {
   // Operands, row-major: X, Y (= dY), dX [t, h]; A, dA [t, f]; W1, dW1 [h, f]; W2, dW2 [f, h].
   void *x = nullptr, *y = nullptr, *dx = nullptr, *a = nullptr, *da = nullptr;
@@ -60,11 +49,7 @@ struct RankState {
   std::map<std::pair<int, int>, std::pair<void*, std::int64_t>> stashes;  // (stage, mb)
   std::int64_t live = 0, peak = 0;
   std::size_t count_at_peak = 0;
-  std::uint32_t seq = 0;  // ops launched: its host signal reaches it when the last one completed
-  std::vector<schedules::Op> ops;  // the rank's compute ops in program order
-  std::size_t next = 0;            // the one the next run() runs
-  std::optional<Launched> ahead;   // ops[next], launched behind the rank's gate
-  std::uint32_t gate = 0;          // ops the gate has let through
+  std::uint32_t seq = 0;  // ops run: its host signal reaches it when the last one has completed
   // This iteration's ops: their events are read once it is over (collect), not between ops,
   // where each read is a driver call on the way to the next op.
   struct Timed {
@@ -117,15 +102,8 @@ class CudaCompute final : public Compute {
     model_ = model;  // (allocate runs its GEMMs)
     if (fresh) allocate(*model, c.program.ranks());
     predicted_ = stash_peaks(c.program, c.model.memory);
-    release_all_ahead();
-    bool green = true;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       RankState& s = ranks_[r];
-      s.ops.clear();
-      for (const auto& op : c.program.ops(static_cast<int>(r)))
-        if (schedules::is_compute(op.kind)) s.ops.push_back(op);
-      s.next = 0;
-      green = green && rt.rank(static_cast<int>(r)).green_ctx != nullptr;
       rt.bind(static_cast<int>(r));
       RankGpu& g = rt.rank(static_cast<int>(r));
       CUDA_CHECK(cudaStreamSynchronize(g.stream));
@@ -153,29 +131,8 @@ class CudaCompute final : public Compute {
       CUDA_CHECK(cudaMemPoolSetAttribute(g.pool, cudaMemPoolAttrUsedMemHigh, &zero));
       // Can this rank's context write host memory from its stream? (Else events are polled.)
       signals_->probe(g.stream, r, s.seq);
-      gates_->probe_wait(g.stream, r);
     }
-    // Launching ahead needs the rank's stream to itself: a stream waiting at its gate holds up
-    // whatever shares its hardware queue, and with every stream in one context a transfer the
-    // host waits for before opening the gate could be queued there. A green context has queues
-    // of its own; the transfers run in the primary context.
-    const char* env = std::getenv("PPSIM_LAUNCH_AHEAD");
-    ahead_ = false;
-    if (env && std::strcmp(env, "0") == 0)
-      ahead_note_ = "each op launched when called (PPSIM_LAUNCH_AHEAD=0)";
-    else if (!gates_->waits_available())
-      ahead_note_ = "each op launched when called (" + gates_->wait_note() + ")";
-    else if (!green)
-      ahead_note_ =
-          "each op launched when called (the ranks share one context: no SM partitioning)";
-    else
-      ahead_ = true;
-    if (ahead_)
-      ahead_note_ =
-          "each rank's next op launched ahead behind a gate in host memory (cuStreamWaitValue32)";
   }
-
-  void end() override { release_all_ahead(); }
 
   void run(int rank, const schedules::Op& op, double, double, double blocked,
            std::span<Buffer* const>, std::span<Buffer* const>) override {
@@ -184,23 +141,17 @@ class CudaCompute final : public Compute {
     rt.bind(rank);
     RankGpu& g = rt.rank(rank);
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
-    if (s.next >= s.ops.size() || !(s.ops[s.next] == op))
-      throw std::logic_error("the cuda compute runs a rank's compute ops in program order");
-    Launched cur;
-    double enqueued = 0;
-    if (s.ahead) {  // launched during the previous op: let it go
-      cur = *s.ahead;
-      s.ahead.reset();
-      gates_->store(static_cast<std::size_t>(rank), ++s.gate);
-      enqueued = ctx_->clock.now();
-    } else {
-      cur = launch(rank, s, g, op, false).value();
-      enqueued = cur.enqueued;
-    }
-    // The stash's releases after the launches, off the GPU's way to the op (the pool sees every
-    // allocation and release in the ops' order, so its high-water mark is the same).
     const auto& mem = ctx_->model.memory;
     const std::pair<int, int> cell{op.stage, op.microbatch};
+    const cudaEvent_t begin_ev = event(s), end_ev = event(s);
+    record(begin_ev, g.stream);
+    const double enqueued = ctx_->clock.now();
+    for (int layer = 0; layer < model_->layers; ++layer) gemms(s, g, op.kind);
+    record(end_ev, g.stream);
+    const bool signalled = signals_->write(g.stream, static_cast<std::size_t>(rank), ++s.seq);
+    // The stash's allocation and releases after the launches, off the GPU's way to the op (the
+    // pool sees them in the same order as the ops, so its high-water mark is the same).
+    if (op.kind == OpKind::F) stash_take(s, g, cell, mem.activation_bytes);
     switch (schedules::Semantics::stash_effect(op.kind)) {
       case schedules::Semantics::Stash::keep_weights:
         if (s.stashes.count(cell)) {
@@ -215,30 +166,26 @@ class CudaCompute final : public Compute {
       default:
         break;
     }
-    // The next op goes onto the stream now, behind the gate: when the executor calls for it, the
-    // GPU starts it as soon as it sees the gate move, with nothing left to enqueue or launch.
-    if (++s.next < s.ops.size() && ahead_) s.ahead = launch(rank, s, g, s.ops[s.next], true);
     // Polled, not synchronized: a stopped run is not held up, and the wake-up is prompt. The
     // host signal is a memory read; an event query (where there is no signal) a driver call.
     for (unsigned spins = 1;; ++spins) {
-      if (cur.signalled) {
-        if (signals_->reached(static_cast<std::size_t>(rank), cur.seq)) break;
+      if (signalled) {
+        if (signals_->reached(static_cast<std::size_t>(rank), s.seq)) break;
       } else {
-        const cudaError_t e = cudaEventQuery(cur.end);
+        const cudaError_t e = cudaEventQuery(end_ev);
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) CUDA_CHECK(e);
       }
       if (ctx_->cancel.load(std::memory_order_relaxed)) {
-        release_ahead(rank, s);
         // Its work may never finish: nothing may wait for it (free_all).
         GpuRuntime::instance().mark_stalled();
         return;
       }
-      if (!cur.signalled || spins % 64 == 0) std::this_thread::yield();
+      if (!signalled || spins % 64 == 0) std::this_thread::yield();
     }
     const double seen = ctx_->clock.now();
     const bool follows = !s.timed.empty();
-    s.timed.push_back({op.kind, cur.begin, cur.end, enter, seen, blocked, follows});
+    s.timed.push_back({op.kind, begin_ev, end_ev, enter, seen, blocked, follows});
     s.enqueue_us.push_back((enqueued - enter) * 1e6);
     if (follows) s.between_us.push_back(std::max(0.0, (enter - s.prev_return - blocked) * 1e6));
     s.prev_return = ctx_->clock.now();
@@ -305,7 +252,6 @@ class CudaCompute final : public Compute {
         signals_ && signals_->available()
             ? "in host memory (cuStreamWriteValue32)"
             : "by polling events (" + (signals_ ? signals_->note() : std::string("-")) + ")"));
-    out.push_back("launch           " + ahead_note_);
     return out;
   }
 
@@ -341,7 +287,6 @@ class CudaCompute final : public Compute {
     }
     CUDA_CHECK(cudaSetDevice(0));
     signals_ = std::make_unique<HostSignals>(static_cast<std::size_t>(ranks));
-    gates_ = std::make_unique<HostSignals>(static_cast<std::size_t>(ranks));
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 
@@ -355,7 +300,6 @@ class CudaCompute final : public Compute {
   }
   // The GPU times of the ops run since the last collect (their events have all completed).
   void collect() const {
-    release_all_ahead();
     for (RankState& s : ranks_) {
       for (std::size_t i = 0; i < s.timed.size(); ++i) {
         const RankState::Timed& t = s.timed[i];
@@ -374,10 +318,8 @@ class CudaCompute final : public Compute {
   void free_all() {
     // A stopped run's GPU work may never finish (a hung kernel), and cudaFree waits for the whole
     // device: what it used is left to the process's exit.
-    release_all_ahead();
     if (!ranks_.empty() && GpuRuntime::instance().stalled()) {
-      (void)signals_.release();  // (a stream may still write or wait for them)
-      (void)gates_.release();
+      (void)signals_.release();  // (a stream may still write it)
       return;
     }
     for (auto& s : ranks_) {
@@ -407,39 +349,9 @@ class CudaCompute final : public Compute {
     s.stashes.erase(it);
   }
 
-  // Enqueues op's GPU work on the rank's stream (behind the rank's gate when `gated`; nullopt when
-  // the gate cannot be enqueued), with its F stash taken after the launches.
-  std::optional<Launched> launch(int rank, RankState& s, RankGpu& g, const schedules::Op& op,
-                                 bool gated) {
-    if (gated && !gates_->wait(g.stream, static_cast<std::size_t>(rank), s.gate + 1)) {
-      ahead_ = false;
-      return std::nullopt;
-    }
-    Launched l;
-    l.begin = event(s);
-    l.end = event(s);
-    record(l.begin, g.stream);
-    l.enqueued = ctx_->clock.now();
-    for (int layer = 0; layer < model_->layers; ++layer) gemms(s, g, op.kind);
-    record(l.end, g.stream);
-    l.seq = ++s.seq;
-    l.signalled = signals_->write(g.stream, static_cast<std::size_t>(rank), l.seq);
-    if (op.kind == OpKind::F)
-      stash_take(s, g, {op.stage, op.microbatch}, ctx_->model.memory.activation_bytes);
-    return l;
-  }
-  // An op launched ahead whose run() will not come (the run stopped): its gate opens, so that
-  // the stream drains (its work runs for nothing).
-  void release_ahead(int rank, RankState& s) const {
-    if (!s.ahead) return;
-    s.ahead.reset();
-    gates_->store(static_cast<std::size_t>(rank), ++s.gate);
-  }
-  void release_all_ahead() const {
-    for (std::size_t r = 0; r < ranks_.size(); ++r) release_ahead(static_cast<int>(r), ranks_[r]);
-  }
-  // cuEventRecord from the driver: through the runtime, each record cost a few microseconds more
-  // on the way from one op to the next (measured on an H200 with green contexts).
+  // cuEventRecord from the driver: through the runtime, a record took microseconds more on the
+  // way from one op to the next (H200, green contexts, medians of 8 runs: 4.8 to 13.4 us from
+  // the call to the begin event enqueued, 3.5 to 8.4 us this way).
   static void record(cudaEvent_t e, cudaStream_t stream) {
     static const auto fn = driver_fn<decltype(&cuEventRecord)>("cuEventRecord");
     if (!fn) {
@@ -449,7 +361,7 @@ class CudaCompute final : public Compute {
     const CUresult r = fn(reinterpret_cast<CUevent>(e), reinterpret_cast<CUstream>(stream));
     if (r != CUDA_SUCCESS)
       throw LibraryError("CUDA driver", __FILE__, __LINE__, "cuEventRecord(event, stream)",
-                         static_cast<long long>(r), "", "the driver's error code");
+                         static_cast<long long>(r), "", "see the driver's error code");
   }
 
   void gemms(RankState& s, RankGpu& g, OpKind kind) {
@@ -485,9 +397,6 @@ class CudaCompute final : public Compute {
   mutable std::vector<RankState> ranks_;  // (report() reads the last iteration's events)
   std::vector<std::int64_t> predicted_;
   std::unique_ptr<HostSignals> signals_;  // each rank's ops completed, in host memory
-  std::unique_ptr<HostSignals> gates_;    // each rank's gate: ops it lets the GPU start
-  bool ahead_ = false;                    // the next op is launched ahead (begin() decides)
-  std::string ahead_note_;                // what begin() decided, for the report
 };
 
 }  // namespace

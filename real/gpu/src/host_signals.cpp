@@ -19,10 +19,6 @@ decltype(&cuStreamWriteValue32) write_value32() {
   static const auto fn = driver_fn<decltype(&cuStreamWriteValue32)>("cuStreamWriteValue32");
   return fn;
 }
-decltype(&cuStreamWaitValue32) wait_value32() {
-  static const auto fn = driver_fn<decltype(&cuStreamWaitValue32)>("cuStreamWaitValue32");
-  return fn;
-}
 
 }  // namespace
 
@@ -34,11 +30,9 @@ HostSignals::HostSignals(std::size_t count) : count_(count) {
   CUDA_CHECK(cudaHostGetDevicePointer(&device_, host_, 0));
   available_ = write_value32() != nullptr;
   if (!available_) note_ = "this driver has no cuStreamWriteValue32";
-  waits_ = wait_value32() != nullptr;
-  if (!waits_) wait_note_ = "this driver has no cuStreamWaitValue32";
   if (const char* env = std::getenv("PPSIM_HOST_SIGNALS"); env && std::strcmp(env, "0") == 0) {
-    available_ = waits_ = false;
-    note_ = wait_note_ = "host signals off (PPSIM_HOST_SIGNALS=0)";
+    available_ = false;
+    note_ = "host signals off (PPSIM_HOST_SIGNALS=0)";
   }
 }
 
@@ -75,35 +69,6 @@ bool HostSignals::probe(cudaStream_t stream, std::size_t i, std::uint32_t value)
   if (reached(i, value) && !reached(i, value + 1)) return true;
   refuse(fmt::format("a value written by cuStreamWriteValue32 did not arrive in host memory"));
   return false;
-}
-
-}  // namespace ppsim::real::gpu
-
-namespace ppsim::real::gpu {
-
-bool HostSignals::wait(cudaStream_t stream, std::size_t i, std::uint32_t value) {
-  if (!waits_available()) return false;
-  const auto address = reinterpret_cast<CUdeviceptr>(static_cast<char*>(device_) +
-                                                     i * kStride * sizeof(std::uint32_t));
-  const CUresult r =
-      wait_value32()(reinterpret_cast<CUstream>(stream), address, value, CU_STREAM_WAIT_VALUE_GEQ);
-  if (r == CUDA_SUCCESS) return true;
-  std::lock_guard lock(mu_);
-  if (waits_.exchange(false))
-    wait_note_ = fmt::format("cuStreamWaitValue32 on mapped host memory failed (driver error {})",
-                             static_cast<int>(r));
-  return false;
-}
-
-bool HostSignals::probe_wait(cudaStream_t stream, std::size_t i) {
-  if (!wait(stream, i, __atomic_load_n(slot(i), __ATOMIC_ACQUIRE))) return false;
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  return true;
-}
-
-std::string HostSignals::wait_note() const {
-  std::lock_guard lock(mu_);
-  return wait_note_;
 }
 
 }  // namespace ppsim::real::gpu

@@ -1,8 +1,8 @@
 #pragma once
-// Counters in pinned host memory shared by the host and the streams (internal to real/gpu/).
-// A stream writes one when it reaches a point (cuStreamWriteValue32): the host sees the GPU's
-// progress with a memory read instead of a driver call per poll. The host writes one that a
-// stream waits for (cuStreamWaitValue32): work enqueued ahead starts as soon as the host lets it.
+// Counters in pinned host memory that streams write when they reach a point
+// (cuStreamWriteValue32), so that a host thread sees the GPU's progress with a memory read instead
+// of a driver call per poll (cudaEventQuery), which also takes the context's lock that launches
+// take (internal to real/gpu/).
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -34,17 +34,6 @@ class HostSignals {
   // Writes `value` through `stream`, waits for the stream and checks that it arrived: whether
   // this stream's context may write host memory this way (a failure turns the signals off).
   bool probe(cudaStream_t stream, std::size_t i, std::uint32_t value);
-  // The host sets counter `i` to `value`: a stream waiting for it (wait) goes on.
-  void store(std::size_t i, std::uint32_t value) {
-    __atomic_store_n(slot(i), value, __ATOMIC_SEQ_CST);
-  }
-  // Enqueues on `stream`: wait until counter `i` reaches `value` (cuStreamWaitValue32). False
-  // when this driver cannot (then nothing was enqueued).
-  bool wait(cudaStream_t stream, std::size_t i, std::uint32_t value);
-  // Whether wait() works from this stream's context: a wait already met, and the stream drains.
-  bool probe_wait(cudaStream_t stream, std::size_t i);
-  bool waits_available() const { return waits_.load(std::memory_order_acquire); }
-  std::string wait_note() const;
   // True once counter `i` has reached `value` (counters only grow; a wrap of 2^31 is allowed).
   bool reached(std::size_t i, std::uint32_t value) const {
     const std::uint32_t now = __atomic_load_n(slot(i), __ATOMIC_ACQUIRE);
@@ -60,8 +49,6 @@ class HostSignals {
   std::uint32_t* host_ = nullptr;
   void* device_ = nullptr;  // the same memory as the GPU sees it
   std::atomic<bool> available_ = false;
-  std::atomic<bool> waits_ = false;
-  std::string wait_note_;  // why waits are not available
   mutable std::mutex mu_;
   std::string note_;  // why not available
 };

@@ -113,7 +113,6 @@ class StallingCompute final : public ppsim::real::Compute {
     }
     inner_->run(rank, op, start, duration, blocked, in, out);
   }
-  void end() override { inner_->end(); }
   std::vector<std::string> report() const override { return inner_->report(); }
   bool holds_memory() const override { return inner_->holds_memory(); }
   bool may_hang() const override { return inner_->may_hang(); }

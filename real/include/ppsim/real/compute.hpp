@@ -39,9 +39,6 @@ class Compute {
   // executor stops the run cleanly and reports the rank and op).
   virtual void run(int rank, const schedules::Op& op, double start, double duration, double blocked,
                    std::span<Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
-  // Every rank has returned from the run (finished or stopped): let go of what a run() that did
-  // not come would have used (a GPU compute's work enqueued ahead).
-  virtual void end() {}
   // Lines about the last run for the report (a GPU compute: device memory, issue gaps).
   virtual std::vector<std::string> report() const { return {}; }
   // True when its ops allocate the real memory themselves (a GPU compute's device stashes): the
