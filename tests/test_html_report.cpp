@@ -269,6 +269,26 @@ TEST_CASE("html report: a microbatch sweep gets the bubble chart; GPipe sits on 
   }
 }
 
+TEST_CASE("html report: one sweep under mpi and nccl semantics is two lines, labelled apart",
+          "[html_report]") {
+  std::vector<record::RunRecord> runs;
+  for (const int M : {4, 8, 16}) runs.push_back(simulate(fmt::format("M{}", M), "1f1b", 4, M));
+  for (std::size_t i = 0; i < 3; ++i) {
+    runs.push_back(runs[i]);
+    runs.back().info.semantics = "nccl";
+    runs.back().metrics->bubble_fraction += 0.01;  // told apart below
+  }
+  const json sweep = page_data(report(runs))["sweep"];
+  REQUIRE(sweep["series"].size() == 2);
+  std::map<std::string, json> by_label;
+  for (const auto& s : sweep["series"]) by_label[s["label"]] = s["data"];
+  REQUIRE(by_label.count("1f1b async (P=4)") == 1);
+  REQUIRE(by_label.count("1f1b async, nccl (P=4)") == 1);
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(by_label["1f1b async, nccl (P=4)"][i]["y"].get<double>() ==
+          Approx(by_label["1f1b async (P=4)"][i]["y"].get<double>() + 0.01));
+}
+
 TEST_CASE("html report: a run without a trace is listed, not drawn", "[html_report]") {
   auto run = simulate("not run", "gpipe", 2, 2);
   run.trace.reset();

@@ -226,7 +226,8 @@ nlohmann::json sweep_chart(const std::vector<record::RunRecord>& runs) {
   for (const auto& run : runs) {
     if (!run.metrics || !run.ok()) continue;
     const auto& p = *run.program;
-    lines[{run.info.schedule, run.info.comm_style, p.ranks(), p.chunks(), origin_of(run)}]
+    // (style_title: the same style under mpi and nccl semantics is two lines)
+    lines[{run.info.schedule, run.info.style_title(), p.ranks(), p.chunks(), origin_of(run)}]
          [p.microbatches()] = run.metrics->bubble_fraction;
   }
   nlohmann::json series = nlohmann::json::array();
