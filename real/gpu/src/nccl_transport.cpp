@@ -262,6 +262,7 @@ class NcclTransport final : public Transport {
         }
       if (g->done) (void)cudaEventDestroy(g->done);
       g->done = nullptr;
+      g->entries.clear();  // (each entry points back at its group)
     }
     groups_.clear();
     issued_.assign(static_cast<std::size_t>(R_), {});
@@ -291,17 +292,37 @@ class NcclTransport final : public Transport {
   }
 
   // A group whose event completed completes its requests (once each has its host buffer):
-  // the payload goes from the sender's host buffer to the receiver's, as NCCL matched them.
+  // the payload goes from the sender's host buffer to the receiver's, as NCCL matched them. Its
+  // device buffers and event then go, and the group leaves the list: a long run holds only what is
+  // in flight. The CUDA calls are made without the lock, so that the ranks never wait for them.
   void progress_loop() {
+    struct Release {
+      int rank;
+      void* device;
+      cudaEvent_t done;
+    };
+    std::vector<std::shared_ptr<Group>> pending;
+    std::vector<std::pair<std::shared_ptr<Group>, cudaError_t>> ended;
+    std::vector<Release> releases;
     std::unique_lock lock(mu_);
     while (!closing_) {
-      bool busy = false;
-      for (auto& g : groups_) {
-        if (g->complete) continue;
-        busy = true;
+      pending.clear();
+      for (const auto& g : groups_)
+        if (!g->complete) pending.push_back(g);
+      if (pending.empty() || aborted_) {
+        progress_cv_.wait(lock);
+        continue;
+      }
+      lock.unlock();
+      ended.clear();
+      for (const auto& g : pending) {
         (void)cudaSetDevice(g->rank);
         const cudaError_t e = cudaEventQuery(g->done);
-        if (e == cudaErrorNotReady) continue;
+        if (e != cudaErrorNotReady) ended.emplace_back(g, e);
+      }
+      lock.lock();
+      releases.clear();
+      for (const auto& [g, e] : ended) {
         bool attached = true;
         for (const auto& en : g->entries) attached = attached && en->attached;
         if (!attached) continue;
@@ -328,15 +349,30 @@ class NcclTransport final : public Transport {
           q.transfer_end = now;
           q.complete.store(true, std::memory_order_release);
           cvs_[static_cast<std::size_t>(q.rank)].notify_all();
+          releases.push_back({g->rank, en->device, nullptr});
+          en->device = nullptr;
         }
+        releases.push_back({g->rank, nullptr, g->done});
+        g->done = nullptr;
+        // (A complete group's entries are not looked at again: quiescent() skips it, and a
+        // peer's check finds nothing left unmatched in it. Cleared, they no longer hold the group
+        // alive through their back pointers.)
+        g->entries.clear();
       }
-      if (busy && !aborted_) {
+      std::erase_if(groups_, [](const auto& g) { return g->complete; });
+      if (!releases.empty()) {
         lock.unlock();
-        std::this_thread::yield();
+        // Stream-ordered on the rank's communication stream, after the group's kernel (done).
+        for (const Release& r : releases) {
+          (void)cudaSetDevice(r.rank);
+          if (r.device) (void)cudaFreeAsync(r.device, streams_[static_cast<std::size_t>(r.rank)]);
+          if (r.done) (void)cudaEventDestroy(r.done);
+        }
         lock.lock();
-      } else if (!closing_) {
-        progress_cv_.wait(lock);
       }
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
     }
   }
   void stop_progress() {
