@@ -495,7 +495,9 @@ class CudaTransport final : public Transport {
   static constexpr double kDrainSeconds = 2.0;
   bool primed_ = false;   // a copy has run (begin)
   bool stalled_ = false;  // a copy never ended: its buffers stay out of use and are not freed
-  bool device_stalled() const { return stalled_ || GpuRuntime::instance().stalled(); }
+  // (signals_ is made once the runtime exists: a transport that never reached a device, say
+  // on a machine without one, must not ask for the runtime from its destructor, which throws.)
+  bool device_stalled() const { return stalled_ || (signals_ && GpuRuntime::instance().stalled()); }
   std::mutex buffer_mu_;
   std::vector<void*> buffers_, free_buffers_;  // all of bytes_ made, and the idle ones
   mutable std::mutex mu_;
