@@ -4,9 +4,10 @@
 # Usage: bash scripts/validate-gpu.sh   (builds build-gpu/ if PPSIM is not set; needs a GPU,
 #        CUDA >= 12.4 and NCCL in /usr/local/cuda, python3)
 # What it runs (docs/EXECUTOR.md "GPUs"):
-#  - GPipe, 1F1B, interleaved 1F1B (V=2) and zb-h1 (when `ppsim list` has it) at P=4 on one GPU,
-#    M in {8, 16, 32}: `ppsim real --backend cuda --compute cuda --calibrate`, an MLP block of
-#    HIDDEN x SEQ tokens per op (each op >= ~1 ms on an H100 quarter); targets: makespan within 3%,
+#  - GPipe, 1F1B, interleaved 1F1B (V=2), zb-h1 and DualPipeV (V=2; when `ppsim list` has
+#    them) at P=4 on one GPU, M in {8, 16, 32}: `ppsim real --backend cuda --compute cuda
+#    --calibrate`, an MLP block of HIDDEN x SEQ tokens per op (each op >= ~1 ms on an H100
+#    quarter); targets: makespan within 3%,
 #    bubble fraction within 0.02, device stash peaks equal, issue gap median < 20 us;
 #  - the all-blocking 1F1B on the GPU: must hang as predicted (watchdog report);
 #  - the nccl transport with what the GPUs allow (P = GPUs, at most 4; with one GPU: the message
@@ -45,7 +46,7 @@ stash=$(( (seq * (hidden + 4 * hidden) * 2 + 2 * mib - 1) / (2 * mib) * (2 * mib
 boundary=$((seq * hidden * 2))
 write_config() {  # write_config FILE KIND RANKS MICROBATCHES STYLE
   local chunks=""
-  [ "$2" = interleaved-1f1b ] && chunks=', "chunks": 2'
+  case $2 in interleaved-1f1b | dualpipev) chunks=', "chunks": 2' ;; esac
   cat >"$1" <<JSON
 {"name": "gpu-$2-p$3-m$4", "time_unit": "ms",
  "schedule": {"kind": "$2", "ranks": $3, "microbatches": $4$chunks},
@@ -66,6 +67,8 @@ run() {  # run NAME ARGS...: ppsim real ... --json into $out/NAME.json, exit cod
 }
 schedules=(gpipe 1f1b interleaved-1f1b)
 if "$PPSIM" list 2>/dev/null | grep -qw zb-h1; then schedules+=(zb-h1); fi
+# DualPipeV: overlapped F&B pairs (run one part after the other), beyond the targets' four.
+if "$PPSIM" list 2>/dev/null | grep -qw dualpipev; then schedules+=(dualpipev); fi
 timed="--time-scale 1ms --iterations $iterations --warmup $warmup --calibrate --json"
 for s in "${schedules[@]}"; do
   for m in 8 16 32; do

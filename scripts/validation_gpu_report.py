@@ -54,7 +54,7 @@ def main():
     rows = []
     misses = {}  # target -> runs that missed it
     parts = []  # per run: host between ops, call to enqueue, host span less GPU time (us)
-    order = {"gpipe": 0, "1f1b": 1, "interleaved-1f1b": 2, "zb-h1": 3}
+    order = {"gpipe": 0, "1f1b": 1, "interleaved-1f1b": 2, "zb-h1": 3, "dualpipev": 4}
     cuda = [n for n in names if n.startswith("cuda-")]
     cuda.sort(key=lambda n: (order.get(n[5:n.rfind("-m")], 9), int(n[n.rfind("-m") + 2:])))
     for n in cuda:

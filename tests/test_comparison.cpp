@@ -205,7 +205,7 @@ TEST_CASE(
   p->push(1, Op::compute(OpKind::W, 1, 1));       // 3: 0.5
   p->push(1, Op::compute(OpKind::W, 1, 2));       // 4: 0.7 -> W median 0.7
   const Op parts[] = {Op::compute(OpKind::F, 1, 2), Op::compute(OpKind::B, 1, 1)};
-  p->push_composite(1, OpKind::OVERLAP_F_B, parts);  // 5: 100, ignored
+  p->push_composite(1, OpKind::OVERLAP_F_B, parts);  // 5: 100, stage 1's overlapped_fb
   record::RunRecord measured;
   measured.program = p;
   record::Trace t;
@@ -242,9 +242,11 @@ TEST_CASE(
   CHECK(s1.forward == 10);  // only inside a composite: not calibrated
   CHECK(s1.backward_input == Approx(2));
   CHECK(s1.backward_weight == Approx(0.7));
-  CHECK(s1.backward == Approx(2.7));  // I + W
-  CHECK(c.network.latency == 0.25);   // no transfer measured: the model's
-  CHECK(c.network.bandwidth == 4);    // the rest of the model is kept
+  CHECK(s1.backward == Approx(2.7));       // I + W
+  CHECK(s1.overlapped_fb == Approx(100));  // the pair measured, by its forward's stage
+  CHECK(s0.overlapped_fb < 0);             // none there: the model's (a fraction of F + B)
+  CHECK(c.network.latency == 0.25);        // no transfer measured: the model's
+  CHECK(c.network.bandwidth == 4);         // the rest of the model is kept
 
   SECTION("transfers: their median time less bytes / bandwidth is the latency") {
     for (const double d : {1.5, 0.75, 2.0, 0.8, 1.0}) {

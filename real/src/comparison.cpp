@@ -155,13 +155,21 @@ config::Model calibrated(const config::Model& model, const record::RunRecord& me
   if (!measured.trace || !measured.program) return out;
   const auto& program = *measured.program;
   const std::size_t stages = out.costs.stages.size();
-  // durations[stage][column]: F, B, I, W.
+  // durations[stage][column]: F, B, I, W; and overlapped pairs by their forward's stage.
   std::vector<std::array<std::vector<double>, 4>> durations(stages);
+  std::vector<std::vector<double>> pairs(stages);
   for (const auto& s : measured.trace->spans) {
     if (s.kind != record::SpanKind::compute || s.rank < 0 || s.rank >= program.ranks()) continue;
     const auto& ops = program.ops(s.rank);
     if (s.pos < 0 || static_cast<std::size_t>(s.pos) >= ops.size()) continue;
     const schedules::Op& op = ops[static_cast<std::size_t>(s.pos)];
+    if (schedules::is_composite(op.kind)) {
+      const auto parts = program.parts(s.rank, op);
+      if (!parts.empty() && parts.front().stage >= 0 &&
+          static_cast<std::size_t>(parts.front().stage) < stages)
+        pairs[static_cast<std::size_t>(parts.front().stage)].push_back(s.end - s.start);
+      continue;
+    }
     const int col = kind_column(op.kind);
     if (col < 0 || op.stage < 0 || static_cast<std::size_t>(op.stage) >= stages) continue;
     durations[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(col)].push_back(s.end -
@@ -177,6 +185,7 @@ config::Model calibrated(const config::Model& model, const record::RunRecord& me
       cost.backward = median(d[1]);  // B measured: the split stays as the model had it
     else if (!d[2].empty() && !d[3].empty())
       cost.backward = cost.backward_input + cost.backward_weight;
+    if (!pairs[st].empty()) cost.overlapped_fb = median(pairs[st]);  // a time: the fraction goes
   }
   // Transfers: the median measured time (from the copy's start to its completion being seen)
   // less the bandwidth term becomes the latency; every message has comm.boundary_bytes.

@@ -56,6 +56,7 @@ struct RankState {
     OpKind kind;
     cudaEvent_t begin, end;
     double enter, seen, blocked;  // run clock; blocked: seconds, since the previous op
+    double flops;                 // of its GEMMs
     bool follows;                 // an op of this rank ran before it in this iteration
   };
   std::vector<Timed> timed;
@@ -67,6 +68,7 @@ struct RankState {
   // and from the call to the begin event enqueued; the host span less the GPU's.
   std::vector<double> between_us, enqueue_us, span_excess_us;
   std::map<OpKind, std::vector<double>> busy;  // GPU ms per op, by kind
+  std::map<OpKind, double> flops;              // per op, by kind
 };
 
 class CudaCompute final : public Compute {
@@ -80,15 +82,25 @@ class CudaCompute final : public Compute {
       throw config::ConfigError(c.config.source, "model",
                                 "the cuda compute runs the GEMMs of a `model` section: add one, "
                                 "e.g. \"model\": {\"hidden\": 2048, \"sequence_length\": 4096}");
+    const auto plain = [](OpKind k) {
+      return k == OpKind::F || k == OpKind::B || k == OpKind::I || k == OpKind::W;
+    };
     for (int r = 0; r < c.program.ranks(); ++r)
-      for (const auto& op : c.program.ops(r))
-        if (schedules::is_compute(op.kind) &&
-            (schedules::is_composite(op.kind) || !(op.kind == OpKind::F || op.kind == OpKind::B ||
-                                                   op.kind == OpKind::I || op.kind == OpKind::W)))
+      for (const auto& op : c.program.ops(r)) {
+        if (!schedules::is_compute(op.kind)) continue;
+        bool ok = plain(op.kind);
+        if (schedules::is_composite(op.kind)) {
+          const auto parts = c.program.parts(r, op);
+          ok = !parts.empty() && std::all_of(parts.begin(), parts.end(),
+                                             [&](const auto& p) { return plain(p.kind); });
+        }
+        if (!ok)
           throw config::ConfigError(
               c.config.source, "schedule",
-              fmt::format("the cuda compute runs plain F, B, I and W ops; rank {} has {}", r,
-                          c.program.op_text(r, op)));
+              fmt::format("the cuda compute runs F, B, I and W ops and pairs of them; rank {} "
+                          "has {}",
+                          r, c.program.op_text(r, op)));
+      }
     GpuRuntime& rt = GpuRuntime::instance();
     if (rt.stalled())
       throw std::runtime_error(
@@ -127,6 +139,7 @@ class CudaCompute final : public Compute {
       s.span_excess_us.clear();
       s.gaps_us.clear();
       s.busy.clear();
+      s.flops.clear();
       std::uint64_t zero = 0;
       CUDA_CHECK(cudaMemPoolSetAttribute(g.pool, cudaMemPoolAttrUsedMemHigh, &zero));
       // Can this rank's context write host memory from its stream? (Else events are polled.)
@@ -142,29 +155,39 @@ class CudaCompute final : public Compute {
     RankGpu& g = rt.rank(rank);
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
     const auto& mem = ctx_->model.memory;
-    const std::pair<int, int> cell{op.stage, op.microbatch};
+    // An overlapped pair runs its parts one after the other on the rank's stream: GEMMs alone
+    // have nothing to overlap (DualPipe overlaps a part's compute with the other's communication).
+    const std::span<const schedules::Op> parts = schedules::is_composite(op.kind)
+                                                     ? ctx_->program.parts(rank, op)
+                                                     : std::span<const schedules::Op>(&op, 1);
     const cudaEvent_t begin_ev = event(s), end_ev = event(s);
     record(begin_ev, g.stream);
     const double enqueued = ctx_->clock.now();
-    for (int layer = 0; layer < model_->layers; ++layer) gemms(s, g, op.kind);
+    for (const schedules::Op& part : parts)
+      for (int layer = 0; layer < model_->layers; ++layer) gemms(s, g, part.kind);
     record(end_ev, g.stream);
     const bool signalled = signals_->write(g.stream, static_cast<std::size_t>(rank), ++s.seq);
     // The stash's allocation and releases after the launches, off the GPU's way to the op (the
     // pool sees them in the same order as the ops, so its high-water mark is the same).
-    if (op.kind == OpKind::F) stash_take(s, g, cell, mem.activation_bytes);
-    switch (schedules::Semantics::stash_effect(op.kind)) {
-      case schedules::Semantics::Stash::keep_weights:
-        if (s.stashes.count(cell)) {
+    for (const schedules::Op& part : parts) {
+      const std::pair<int, int> cell{part.stage, part.microbatch};
+      switch (schedules::Semantics::stash_effect(part.kind)) {
+        case schedules::Semantics::Stash::take:
+          stash_take(s, g, cell, mem.activation_bytes);
+          break;
+        case schedules::Semantics::Stash::keep_weights:
+          if (s.stashes.count(cell)) {
+            stash_drop(s, g, cell);
+            stash_take(s, g, cell, mem.weight_stash_bytes);
+          }
+          break;
+        case schedules::Semantics::Stash::release:
+        case schedules::Semantics::Stash::release_weights:
           stash_drop(s, g, cell);
-          stash_take(s, g, cell, mem.weight_stash_bytes);
-        }
-        break;
-      case schedules::Semantics::Stash::release:
-      case schedules::Semantics::Stash::release_weights:
-        stash_drop(s, g, cell);
-        break;
-      default:
-        break;
+          break;
+        default:
+          break;
+      }
     }
     // Polled, not synchronized: a stopped run is not held up, and the wake-up is prompt. The
     // host signal is a memory read; an event query (where there is no signal) a driver call.
@@ -185,7 +208,9 @@ class CudaCompute final : public Compute {
     }
     const double seen = ctx_->clock.now();
     const bool follows = !s.timed.empty();
-    s.timed.push_back({op.kind, begin_ev, end_ev, enter, seen, blocked, follows});
+    double flops = 0;
+    for (const schedules::Op& part : parts) flops += flops_of(part.kind, *model_);
+    s.timed.push_back({op.kind, begin_ev, end_ev, enter, seen, blocked, flops, follows});
     s.enqueue_us.push_back((enqueued - enter) * 1e6);
     if (follows) s.between_us.push_back(std::max(0.0, (enter - s.prev_return - blocked) * 1e6));
     s.prev_return = ctx_->clock.now();
@@ -207,12 +232,14 @@ class CudaCompute final : public Compute {
                     model_->layers, model_->hidden, model_->ffn_hidden, model_->tokens(),
                     model_->dtype, flops_of(OpKind::F, *model_) / 1e9));
     std::map<OpKind, std::vector<double>> busy;
+    std::map<OpKind, double> flops;
     std::vector<double> gaps, between, enqueue, excess;
     bool equal = true;
     std::string peaks;
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       const RankState& s = ranks_[r];
       for (const auto& [k, v] : s.busy) busy[k].insert(busy[k].end(), v.begin(), v.end());
+      for (const auto& [k, f] : s.flops) flops[k] = f;
       gaps.insert(gaps.end(), s.gaps_us.begin(), s.gaps_us.end());
       between.insert(between.end(), s.between_us.begin(), s.between_us.end());
       enqueue.insert(enqueue.end(), s.enqueue_us.begin(), s.enqueue_us.end());
@@ -234,9 +261,9 @@ class CudaCompute final : public Compute {
     std::string ops;
     for (const auto& [k, v] : busy) {
       const double med = percentile(v, 0.5);
-      ops += fmt::format("{}{} {:.3f} ms ({:.0f} TFLOP/s)", ops.empty() ? "" : ", ",
-                         schedules::to_string(k), med,
-                         med > 0 ? flops_of(k, *model_) / (med * 1e-3) / 1e12 : 0.0);
+      ops +=
+          fmt::format("{}{} {:.3f} ms ({:.0f} TFLOP/s)", ops.empty() ? "" : ", ",
+                      schedules::to_string(k), med, med > 0 ? flops[k] / (med * 1e-3) / 1e12 : 0.0);
     }
     out.push_back("gpu op median    " + ops);
     out.push_back(fmt::format(
@@ -306,6 +333,7 @@ class CudaCompute final : public Compute {
         float ms = 0;
         if (cudaEventElapsedTime(&ms, t.begin, t.end) != cudaSuccess) continue;
         s.busy[t.kind].push_back(ms);
+        s.flops[t.kind] = t.flops;
         s.span_excess_us.push_back((t.seen - t.enter) * 1e6 - static_cast<double>(ms) * 1e3);
         float gap = 0;
         if (t.follows && cudaEventElapsedTime(&gap, s.timed[i - 1].end, t.begin) == cudaSuccess)
