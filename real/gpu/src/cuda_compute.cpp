@@ -143,7 +143,7 @@ class CudaCompute final : public Compute {
       std::uint64_t zero = 0;
       CUDA_CHECK(cudaMemPoolSetAttribute(g.pool, cudaMemPoolAttrUsedMemHigh, &zero));
       // Can this rank's context write host memory from its stream? (Else events are polled.)
-      signals_->probe(g.stream, r, s.seq);
+      signals_->probe(g.stream, r, ++s.seq);
     }
   }
 

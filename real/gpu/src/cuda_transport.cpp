@@ -86,13 +86,15 @@ class CudaTransport final : public Transport {
     const auto bytes =
         static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
     CUDA_CHECK(cudaSetDevice(0));
-    if (!signals_ || signals_->size() != static_cast<std::size_t>(R_ * R_)) {
+    // One counter per directed link, and one more to try them out on.
+    const auto links = static_cast<std::size_t>(R_ * R_);
+    if (!signals_ || signals_->size() != links + 1) {
       if (device_stalled()) (void)signals_.release();  // (a stalled copy may still write them)
-      signals_ = std::make_unique<HostSignals>(static_cast<std::size_t>(R_ * R_));
+      signals_ = std::make_unique<HostSignals>(links + 1);
       for (auto& [i, l] : links_) l.seq = 0;  // new counters start at 0
       cudaStream_t probe = nullptr;
       CUDA_CHECK(cudaStreamCreateWithFlags(&probe, cudaStreamNonBlocking));
-      signals_->probe(probe, 0, 0);
+      signals_->probe(probe, links, 1);
       CUDA_CHECK(cudaStreamDestroy(probe));
     }
     if (bytes != bytes_) {  // the buffers of another message size go (end() left them idle)

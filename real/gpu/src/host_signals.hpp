@@ -31,8 +31,9 @@ class HostSignals {
   // Enqueues on `stream`: counter `i` becomes `value` once the stream's earlier work has
   // completed. False (and no longer available) when the driver refuses.
   bool write(cudaStream_t stream, std::size_t i, std::uint32_t value);
-  // Writes `value` through `stream`, waits for the stream and checks that it arrived: whether
-  // this stream's context may write host memory this way (a failure turns the signals off).
+  // Writes `value` (above the counter's) through `stream`, waits for the stream and checks that it
+  // arrived: whether this stream's context may write host memory this way (a failure turns the
+  // signals off).
   bool probe(cudaStream_t stream, std::size_t i, std::uint32_t value);
   // True once counter `i` has reached `value` (counters only grow; a wrap of 2^31 is allowed).
   bool reached(std::size_t i, std::uint32_t value) const {
