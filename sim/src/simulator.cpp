@@ -212,7 +212,11 @@ class Engine {
     if (code >= static_cast<std::uint32_t>(R_)) return;
     const char* rs = reinterpret_cast<const char*>(&ranks_[code]);
     for (int line = 0; line < 3; ++line) __builtin_prefetch(rs + 64 * line);
-    __builtin_prefetch(cursor_[code]);
+    // The rank usually runs past the op at its pc (a WAIT, a compute op, its posts): its next
+    // line of ops too (an address, maybe past the ops' end: prefetching it is harmless).
+    const auto op = reinterpret_cast<std::uintptr_t>(cursor_[code]);
+    __builtin_prefetch(reinterpret_cast<const void*>(op));
+    __builtin_prefetch(reinterpret_cast<const void*>(op + 64));
   }
   void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank)); }
 
