@@ -299,6 +299,11 @@ class Engine {
     issue(r, t);
     const RankState& rs = ranks_[static_cast<std::size_t>(r)];
     cursor_[static_cast<std::size_t>(r)] = rs.ops + rs.pc;  // past the end once done: harmless
+    // The ops it resumes at, towards L2 now: the other ranks' events (hundreds at P=256) usually
+    // pass before it resumes, and prefetch_rank, one event ahead, is often too late on its own.
+    const auto next = reinterpret_cast<std::uintptr_t>(rs.ops + rs.pc);
+    __builtin_prefetch(reinterpret_cast<const void*>(next), 0, 2);
+    __builtin_prefetch(reinterpret_cast<const void*>(next + 64), 0, 2);
   }
   // Rank r runs from its pc at time t until it blocks, waits for a compute op's end, or is done.
   void issue(int r, double t) {
