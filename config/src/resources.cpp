@@ -266,20 +266,22 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   // An upper bound on the makespan: until the run ends some op or transfer is in progress, so
   // it is at most every compute op's duration plus every transfer's time, one after another.
   Blame time;
-  double sends = 0;
+  // Counted in integers (exact, and a double's ++ made one long dependency chain over every op)
+  // and turned into doubles where they are used.
+  std::uint64_t sends = 0;
   Blame total_bytes;
   const double xfer_bw = m.network.bandwidth > 0
                              ? static_cast<double>(m.network.boundary_bytes) / m.network.bandwidth
                              : 0.0;
   // Compute ops counted per (stage, kind) first: keys are formatted per stage, not per op.
   const std::size_t S = m.costs.stages.size();
-  std::vector<std::array<double, 4>> count(S, {0, 0, 0, 0});  // F, B, I, W
-  std::vector<double> pairs(S, 0);  // overlapped pairs by their forward's stage
+  std::vector<std::array<std::uint64_t, 4>> count(S, {0, 0, 0, 0});  // F, B, I, W
+  std::vector<std::uint64_t> pairs(S, 0);  // overlapped pairs by their forward's stage
   std::vector<double> chunks(static_cast<std::size_t>(p.ranks()), 0);
   for (const auto& pl : p.placement())
     if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
   for (int r = 0; r < p.ranks(); ++r) {
-    double f_parts = 0, comm = 0;
+    std::uint64_t f_parts = 0, comm = 0;
     auto compute = [&](const schedules::Op& op) {
       if (op.kind == OpKind::F) ++f_parts;
       const int k = compute_column(op.kind);
@@ -304,8 +306,10 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     // The most a rank can hold at once: all it ever takes, none of it freed.
     const double statics = static_cast<double>(m.memory.static_bytes) *
                            chunks[static_cast<std::size_t>(r)],
-                 stashes = static_cast<double>(m.memory.activation_bytes) * f_parts,
-                 buffers = static_cast<double>(m.network.boundary_bytes) * comm;
+                 stashes =
+                     static_cast<double>(m.memory.activation_bytes) * static_cast<double>(f_parts),
+                 buffers =
+                     static_cast<double>(m.network.boundary_bytes) * static_cast<double>(comm);
     if (statics + stashes + buffers > static_cast<double>(kMaxByteSum)) {
       Blame peak;
       peak.add("memory.static_bytes", statics);
@@ -321,7 +325,8 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   for (std::size_t st = 0; st < S; ++st) {
     const StageCost& sc = m.costs.stages[st];
     const int stage = static_cast<int>(st);
-    const auto& n = count[st];
+    std::array<double, 4> n;
+    for (std::size_t k = 0; k < 4; ++k) n[k] = static_cast<double>(count[st][k]);
     if (n[0] > 0) time.add(cost_key(c, stage, "forward"), n[0] * sc.forward);
     if (n[1] > 0) {
       const bool split = sc.split && sc.backward_input > 0 && sc.backward_weight > 0;
@@ -335,18 +340,20 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     if (n[3] > 0) time.add(cost_key(c, stage, "backward_weight"), n[3] * sc.backward_weight);
     // A pair given a time may take longer than its parts, which are counted above.
     if (pairs[st] > 0 && sc.overlapped_fb >= 0)
-      time.add(cost_key(c, stage, "overlapped_fb"), pairs[st] * sc.overlapped_fb);
+      time.add(cost_key(c, stage, "overlapped_fb"),
+               static_cast<double>(pairs[st]) * sc.overlapped_fb);
   }
-  total_bytes.add("comm.boundary_bytes", static_cast<double>(m.network.boundary_bytes) * sends);
+  const auto transfers = static_cast<double>(sends);
+  total_bytes.add("comm.boundary_bytes", static_cast<double>(m.network.boundary_bytes) * transfers);
   if (total_bytes.total() > static_cast<double>(kMaxByteSum))
     throw ConfigError(c.source, "comm.boundary_bytes",
                       fmt::format("{:.0f} transfers of {} bytes sum to {:.4g} bytes, above the "
                                   "2^62 bytes a 64-bit counter holds with margin; lower "
                                   "comm.boundary_bytes",
-                                  sends, m.network.boundary_bytes, total_bytes.total()));
+                                  transfers, m.network.boundary_bytes, total_bytes.total()));
   if (sends > 0) {
-    time.add("comm.latency", sends * m.network.latency);
-    time.add("comm.bandwidth", sends * xfer_bw);
+    time.add("comm.latency", transfers * m.network.latency);
+    time.add("comm.bandwidth", transfers * xfer_bw);
   }
   if (!(time.total() <= kMaxTime))  // also catches inf and nan
     throw ConfigError(

@@ -114,7 +114,11 @@ class Engine {
 
     // The engine reads the Program's ops in place: a copy (kept once for its locality) cost a
     // quarter of the run's memory and more time in page faults than it saved in TLB misses.
-    std::size_t n_eps = 0;
+    // Request ids up to a small multiple of the rank's ops (lowering numbers them 0..n-1) are
+    // looked up in one table, each rank a slice of it on huge pages: per-rank tables grown by
+    // doubling cost a copy and twice the page faults, and TLB misses on every lookup.
+    std::size_t n_eps = 0, n_requests = 0;
+    std::vector<std::size_t> request_base(static_cast<std::size_t>(R_));
     for (int r = 0; r < R_; ++r) {
       RankState& rs = ranks_[static_cast<std::size_t>(r)];
       rs.ep_base = static_cast<std::int32_t>(n_eps);
@@ -122,12 +126,26 @@ class Engine {
       rs.ops = ops.data();
       cursor_[static_cast<std::size_t>(r)] = rs.ops;
       rs.n_ops = ops.size();
-      for (const Op& op : ops) n_eps += schedules::is_comm(op.kind);
+      const auto limit = static_cast<std::int32_t>(
+          std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
+      std::int32_t dense = 0;  // one more than the largest request id below the limit
+      for (const Op& op : ops) {
+        if (!schedules::is_comm(op.kind)) continue;
+        ++n_eps;
+        if (op.async && op.request >= 0 && op.request < limit)
+          dense = std::max(dense, op.request + 1);
+      }
       if (n_eps >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
         throw SimulationError("too many communication ops");
-      rs.dense_limit = static_cast<std::int32_t>(
-          std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
+      // Ids in [dense, limit) are never posted: a WAIT on one finds it in neither place.
+      rs.dense_limit = dense;
+      request_base[static_cast<std::size_t>(r)] = n_requests;
+      n_requests += static_cast<std::size_t>(dense);
     }
+    assign_huge(request_table_, n_requests, kNoEndpoint);
+    for (int r = 0; r < R_; ++r)
+      ranks_[static_cast<std::size_t>(r)].request_ep =
+          request_table_.data() + request_base[static_cast<std::size_t>(r)];
     eps_.clear();
     free_eps_.clear();
     if (nccl_) {
@@ -148,15 +166,10 @@ class Engine {
           fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
     const int link = net_.link_of(rs, r, peer, send);
     if (op.async) {
-      if (op.request < rs.dense_limit) {
-        if (static_cast<std::size_t>(op.request) >= rs.request_ep.size())
-          rs.request_ep.resize(std::max<std::size_t>(static_cast<std::size_t>(op.request) + 1,
-                                                     2 * rs.request_ep.size()),
-                               kNoEndpoint);
+      if (op.request >= 0 && op.request < rs.dense_limit)
         rs.request_ep[static_cast<std::size_t>(op.request)] = id;
-      } else {
+      else
         rs.sparse_request_ep[op.request] = id;
-      }
     }
     const std::size_t t = tensor_index(op);
     // One store of the whole record: setting fields of a zeroed record one by one read back
@@ -182,10 +195,8 @@ class Engine {
   std::int32_t request_endpoint(int r, std::int32_t request) const {
     const RankState& rs = ranks_[static_cast<std::size_t>(r)];
     if (request >= 0 && request < rs.dense_limit) {
-      if (static_cast<std::size_t>(request) < rs.request_ep.size()) {
-        const std::int32_t ep = rs.request_ep[static_cast<std::size_t>(request)];
-        if (ep != kNoEndpoint) return ep;
-      }
+      const std::int32_t ep = rs.request_ep[static_cast<std::size_t>(request)];
+      if (ep != kNoEndpoint) return ep;
     } else if (auto it = rs.sparse_request_ep.find(request); it != rs.sparse_request_ep.end()) {
       return it->second;
     }
@@ -201,7 +212,11 @@ class Engine {
     if (code >= static_cast<std::uint32_t>(R_)) return;
     const char* rs = reinterpret_cast<const char*>(&ranks_[code]);
     for (int line = 0; line < 3; ++line) __builtin_prefetch(rs + 64 * line);
-    __builtin_prefetch(cursor_[code]);
+    // The rank usually runs past the op at its pc (a WAIT, a compute op, its posts): its next
+    // line of ops too (an address, maybe past the ops' end: prefetching it is harmless).
+    const auto op = reinterpret_cast<std::uintptr_t>(cursor_[code]);
+    __builtin_prefetch(reinterpret_cast<const void*>(op));
+    __builtin_prefetch(reinterpret_cast<const void*>(op + 64));
   }
   void wake(int rank, double time) { queue_.push(time, static_cast<std::uint32_t>(rank)); }
 
@@ -284,6 +299,11 @@ class Engine {
     issue(r, t);
     const RankState& rs = ranks_[static_cast<std::size_t>(r)];
     cursor_[static_cast<std::size_t>(r)] = rs.ops + rs.pc;  // past the end once done: harmless
+    // The ops it resumes at, towards L2 now: the other ranks' events (hundreds at P=256) usually
+    // pass before it resumes, and prefetch_rank, one event ahead, is often too late on its own.
+    const auto next = reinterpret_cast<std::uintptr_t>(rs.ops + rs.pc);
+    __builtin_prefetch(reinterpret_cast<const void*>(next), 0, 2);
+    __builtin_prefetch(reinterpret_cast<const void*>(next + 64), 0, 2);
   }
   // Rank r runs from its pc at time t until it blocks, waits for a compute op's end, or is done.
   void issue(int r, double t) {
@@ -727,6 +747,7 @@ class Engine {
   EventQueue queue_;
   std::vector<RankState> ranks_;
   std::vector<const Op*> cursor_;  // rank -> the op at its pc (read by prefetch_rank only)
+  std::vector<std::int32_t> request_table_;  // the ranks' request_ep slices
   std::vector<Endpoint> eps_;
   std::vector<std::int32_t> free_eps_;  // mpi: endpoint slots to reuse
   engine::Network net_;

@@ -89,14 +89,15 @@ struct alignas(64) RankState {
   std::int32_t pending_end = -1;  // compute op whose end effects apply when the rank resumes
   Block block = Block::none;
   std::int32_t blocked_ep = kNoEndpoint;
-  std::int32_t dense_limit = 0;
+  std::int32_t dense_limit = 0;  // request ids below it are in request_ep, the others sparse
   double blocked_since = 0;
   // The WAIT at pc: its requests before wait_next are complete, the last at wait_ready. Completion
   // times never change once known, so each request is looked at once however often it wakes us.
   std::size_t wait_next = 0;
   double wait_ready = 0;
-  // request id -> endpoint: a vector for the dense ids lowering makes, a map for the others
-  std::vector<std::int32_t> request_ep;
+  // request id -> endpoint: this rank's slice of the engine's table for the dense ids lowering
+  // makes (0..dense_limit-1), a map for the others
+  std::int32_t* request_ep = nullptr;
   std::vector<std::pair<int, int>> links;  // (peer, link id), negative peer = incoming
   double busy = 0, exposed = 0;
   // Sent buffers that free themselves when their transfer ends: (time, endpoint), a min-heap.
