@@ -1,5 +1,6 @@
 #include "ppsim/schedules/validation.hpp"
 
+#include "ppsim/schedules/huge_pages.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
 #include <fmt/format.h>
@@ -10,8 +11,6 @@
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <sys/mman.h>
 
 namespace ppsim::schedules {
 
@@ -26,25 +25,6 @@ constexpr std::size_t kMaxDiagnostics = 1000;
 constexpr std::int32_t kNone = -2;     // no such op seen yet
 constexpr std::int32_t kSettled = -1;  // blocking op, or async op already waited
 
-// n copies of `value` on transparent huge pages where the kernel allows (advice only), as the
-// engine's tables (sim's engine::assign_huge): at P=256 these tables are 75 MiB, and faulting
-// them in 4 KiB pages cost more than filling them.
-template <typename T>
-std::vector<T> huge_table(std::size_t n, const T& value) {
-  std::vector<T> v;
-  v.reserve(n);
-#ifdef MADV_HUGEPAGE
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(v.data());
-  std::uintptr_t end = begin + n * sizeof(T);
-  begin = (begin + kHuge - 1) & ~(kHuge - 1);
-  end &= ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#endif
-  v.assign(n, value);
-  return v;
-}
-
 class Validator {
  public:
   Validator(const Program& p, const ValidateOptions& o)
@@ -53,11 +33,11 @@ class Validator {
         sem_(p),
         S_(p.stages()),
         M_(p.microbatches()),
-        counts_(huge_table(sem_.cell_count(), Counts{})),
-        send_state_(huge_table(sem_.tensor_count(), kNone)),
-        recv_state_(huge_table(sem_.tensor_count(), kNone)),
-        send_pos_(huge_table(sem_.tensor_count(), std::int32_t{-1})),
-        recv_pos_(huge_table(sem_.tensor_count(), std::int32_t{-1})) {}
+        counts_(huge_vector(sem_.cell_count(), Counts{})),
+        send_state_(huge_vector(sem_.tensor_count(), kNone)),
+        recv_state_(huge_vector(sem_.tensor_count(), kNone)),
+        send_pos_(huge_vector(sem_.tensor_count(), std::int32_t{-1})),
+        recv_pos_(huge_vector(sem_.tensor_count(), std::int32_t{-1})) {}
 
   std::vector<Diagnostic> run() {
     for (int r = 0; r < p_.ranks(); ++r) check_rank(r);

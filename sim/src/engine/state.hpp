@@ -1,6 +1,6 @@
 #pragma once
-// The engine's shared state (internal to sim/): endpoints, per-rank state, and the constants and
-// allocation helper the parts share.
+// The engine's shared state (internal to sim/): endpoints, per-rank state, and the constants the
+// parts share.
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -8,8 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <sys/mman.h>
-
+#include "ppsim/schedules/huge_pages.hpp"
 #include "ppsim/schedules/program.hpp"
 
 namespace ppsim::sim::engine {
@@ -17,25 +16,7 @@ namespace ppsim::sim::engine {
 constexpr std::int32_t kNoEndpoint = -1;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-// Sizes `v` to n copies of `value`, asking the kernel for transparent huge pages before the memory
-// is first touched: with hundreds of ranks the engine walks as many streams through these arrays,
-// and 4 KiB pages make that TLB-bound (40% slower at P=256).
-template <typename T>
-void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
-  v.clear();
-  v.shrink_to_fit();
-  v.reserve(n);
-#ifdef MADV_HUGEPAGE
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(v.data());
-  std::uintptr_t end = begin + n * sizeof(T);
-  begin = (begin + kHuge - 1) & ~(kHuge - 1);
-  end &= ~(kHuge - 1);
-  if (end > begin)
-    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
-#endif
-  v.assign(n, value);
-}
+using schedules::assign_huge;
 
 // The record of a posted comm op. Under mpi semantics a record lives only while something still
 // needs it and its slot is then reused (Engine::try_free), so the engine's memory follows the

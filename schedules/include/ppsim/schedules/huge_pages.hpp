@@ -1,0 +1,39 @@
+#pragma once
+// Large tables on transparent huge pages: the simulator's engine and validation walk tables of
+// hundreds of MiB at P=256, and with 4 KiB pages that is TLB-bound and page-fault-bound (the
+// engine ran 40% slower at P=256).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <sys/mman.h>
+
+namespace ppsim::schedules {
+
+// Sizes `v` to n copies of `value`, asking the kernel for transparent huge pages before the memory
+// is first touched (advice only: where the kernel declines, nothing changes).
+template <typename T>
+void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
+  v.clear();
+  v.shrink_to_fit();
+  v.reserve(n);
+#ifdef MADV_HUGEPAGE
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(v.data());
+  std::uintptr_t end = begin + n * sizeof(T);
+  begin = (begin + kHuge - 1) & ~(kHuge - 1);
+  end &= ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#endif
+  v.assign(n, value);
+}
+
+// The same, as a new vector.
+template <typename T>
+std::vector<T> huge_vector(std::size_t n, const T& value) {
+  std::vector<T> v;
+  assign_huge(v, n, value);
+  return v;
+}
+
+}  // namespace ppsim::schedules
