@@ -6,6 +6,7 @@
 #include "messages.hpp"
 #include "output_file.hpp"
 #include "ppsim/real/mlp_model.hpp"
+#include "ppsim/real/mpi_backend.hpp"
 #include "ppsim/real/settings.hpp"
 #ifdef PPSIM_WITH_GPU
 #include "ppsim/real/gpu/backends.hpp"
@@ -211,6 +212,7 @@ int run_cli(int argc, char** argv) {
 #ifdef PPSIM_WITH_GPU
   ppsim::real::gpu::register_backends();  // before the `real` section checks backend names
 #endif
+  ppsim::real::register_mpi_backend();  // (a plugin, loaded only when a run asks for it)
   ppsim::real::register_settings_section();
   ppsim::real::register_model_section();
   if (*run) return cmd_run(config, run_out, common);

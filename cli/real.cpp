@@ -20,6 +20,7 @@
 #include "ppsim/real/comparison.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/executor.hpp"
+#include "ppsim/real/mpi_backend.hpp"
 #include "ppsim/real/settings.hpp"
 #include "ppsim/real/transport.hpp"
 #include "ppsim/sim/analysis.hpp"
@@ -363,25 +364,109 @@ int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions&
 
 namespace {
 
+// Under a launcher (mpirun): the World of a backend that runs one rank per process. Every process
+// loads the config and fails alike on bad input before it.
+std::unique_ptr<real::World> world_for(const config::Config& cfg, const real::Settings& settings) {
+  const real::TransportInfo* ti = real::TransportRegistry::instance().find(settings.backend);
+  if (ti && ti->per_process) return real::make_mpi_world();
+  if (const int n = real::launched_processes(); n > 1)
+    throw config::ConfigError(
+        cfg.source, "real.backend",
+        fmt::format("ppsim was started by a launcher as {} processes, and the {} backend runs "
+                    "every rank in one process (each would run the whole program): under "
+                    "mpirun use --backend mpi, one process per rank, or run ppsim alone",
+                    n, settings.backend));
+  return nullptr;
+}
+
+struct Outputs {
+  std::optional<OutputFile> trace, report;
+};
+
+// Opened before the run: a bad path fails at once, and the temporary goes whatever happens.
+void open_outputs(const RealOptions& o, Outputs& out) {
+  if (!o.trace_file.empty()) out.trace.emplace(o.trace_file);
+  if (!o.report_file.empty()) out.report.emplace(o.report_file);
+}
+
+int real_run(const std::string& path, const RealOptions& o, const config::Config& cfg,
+             const real::Settings& settings, const config::Prepared& prepared, real::World* world,
+             Outputs& out, bool* ran = nullptr);
+
 int real_body(const std::string& path, const RealOptions& o, const CommonOptions& common) {
+  real::register_settings_section();
+  config::Config cfg = config::load_config(path, common.overrides);
+  real::Settings settings = real::settings_of(cfg);
+  apply_options(settings, o);
+  const config::Prepared prepared =
+      config::prepare(cfg, {common.max_memory, config::Workload::trace});
+  const auto world = world_for(cfg, settings);
+  Outputs out;
+  if (!world || world->processes() == 1) {
+    open_outputs(o, out);
+    return real_run(path, o, cfg, settings, prepared, world.get(), out);
+  }
+  // Process 0 writes the files and reports; the others run their rank, then end with its exit
+  // code once it is done (a process that ended first with an error would make mpirun stop the
+  // job). What fails in one process only is told to all, so that none waits for it.
+  std::string failed;
+  if (world->process() == 0) try {
+      open_outputs(o, out);
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+  world->broadcast(failed);
+  if (!failed.empty()) {
+    if (world->process() != 0) return kBadInput;
+    open_outputs(o, out);  // throws again, and run_guarded says it
+  }
+  // Errors before the run (the config, the backend) are the same in every process; after it,
+  // process 0's (writing a file) are its own, and the others wait for its exit code.
+  std::string code;
+  bool ran = false;
+  try {
+    if (world->process() != 0) {
+      real::execute(prepared, {settings, &g_stop, world.get()});
+    } else {
+      try {
+        code = std::to_string(real_run(path, o, cfg, settings, prepared, world.get(), out, &ran));
+      } catch (const OutputError&) {
+        if (!ran) throw;
+        code = std::to_string(kBadInput);
+        world->broadcast(code);
+        throw;
+      }
+    }
+  } catch (const config::ConfigError&) {
+    throw;
+  } catch (const real::BackendUnavailable&) {
+    throw;
+  } catch (const OutputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // One process failed where the others may be waiting for it: the job stops.
+    std::cerr << "ppsim: error: " << path << ": process " << world->process() << ": " << e.what()
+              << "\n";
+    world->abort(kRankFailed);
+  }
+  world->broadcast(code);
+  return std::stoi(code);
+}
+
+int real_run(const std::string& path, const RealOptions& o, const config::Config& cfg,
+             const real::Settings& settings, const config::Prepared& prepared, real::World* world,
+             Outputs& out, bool* ran) {
   {
-    real::register_settings_section();
-    config::Config cfg = config::load_config(path, common.overrides);
-    real::Settings settings = real::settings_of(cfg);
-    apply_options(settings, o);
-    const config::Prepared prepared =
-        config::prepare(cfg, {common.max_memory, config::Workload::trace});
-    // Opened before the run: a bad path fails at once, and the temporary goes whatever happens.
-    std::optional<OutputFile> trace, report;
-    if (!o.trace_file.empty()) trace.emplace(o.trace_file);
-    if (!o.report_file.empty()) report.emplace(o.report_file);
+    std::optional<OutputFile>& trace = out.trace;
+    std::optional<OutputFile>& report = out.report;
 
     record::RunRecord predicted = sim::analyze(prepared, {.trace = true});
     real::Execution run;
     {
       StopOnSignal on_signal;
-      run = real::execute(prepared, {settings, &g_stop});
+      run = real::execute(prepared, {settings, &g_stop, world});
     }
+    if (ran) *ran = true;
     const bool interrupted = run.outcome == real::Outcome::interrupted;
 
     std::optional<double> uncalibrated;

@@ -13,6 +13,7 @@
 #include "ppsim/record/metrics.hpp"
 #include "ppsim/record/wait_graph.hpp"
 #include "ppsim/schedules/validation.hpp"
+#include "process_report.hpp"
 #include "rank_runner.hpp"
 #include "watchdog.hpp"
 
@@ -20,6 +21,9 @@ namespace ppsim::real {
 
 namespace {
 
+using detail::ProcessReport;
+using detail::pack;
+using detail::unpack;
 using detail::RankRunner;
 using detail::RunShared;
 
@@ -62,9 +66,24 @@ struct Iteration {
   double makespan = 0;
 };
 
+// This process's part of the iteration, to process 0 (under a World).
+ProcessReport report_of(const Iteration& it, const RankRunner& rr) {
+  ProcessReport r;
+  r.rank = rr.rank();
+  r.timeline = it.trace.ranks[static_cast<std::size_t>(r.rank)];
+  r.spans = it.trace.spans;
+  r.transfers = it.trace.transfers;
+  r.counters = it.trace.counters;
+  r.diagnostics = it.diagnostics;
+  r.edges = rr.wait_edges();
+  r.real_peak = rr.real_peak();
+  r.failure = it.failure;
+  return r;
+}
+
 Iteration run_once(const config::Prepared& prepared, const schedules::Semantics& sem,
                    Transport& transport, Compute& compute, const Settings& s, double memory_scale,
-                   std::uint64_t iteration, const std::atomic<bool>* stop) {
+                   std::uint64_t iteration, const std::atomic<bool>* stop, World* world) {
   const schedules::Program& p = *prepared.program;
   const int R = p.ranks();
   Iteration it;
@@ -83,8 +102,11 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
                 memory_scale,
                 iteration,
                 &recorder};
+  // Under a World this process runs its own rank only.
   std::vector<std::unique_ptr<RankRunner>> ranks;
-  for (int r = 0; r < R; ++r) ranks.push_back(std::make_unique<RankRunner>(run, r));
+  for (int r = 0; r < R; ++r)
+    if (world == nullptr || r == world->process())
+      ranks.push_back(std::make_unique<RankRunner>(run, r));
   recorder.on_begin(R, /*concurrent=*/true);
 
   // Before any rank thread exists: if either throws, there is nothing to stop.
@@ -100,12 +122,12 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
   // Every thread waits at the gate, so that the clock starts when all of them can run.
   std::latch gate(1);
   std::vector<std::jthread> threads;
-  threads.reserve(static_cast<std::size_t>(R));
+  threads.reserve(ranks.size());
   try {
-    for (int r = 0; r < R; ++r)
-      threads.emplace_back([&, r] {
+    for (auto& rr : ranks)
+      threads.emplace_back([&gate, &rr] {
         gate.wait();
-        ranks[static_cast<std::size_t>(r)]->run();
+        rr->run();
       });
   } catch (const std::system_error& e) {  // out of threads: stop the ones that started
     run.cancel.store(true);
@@ -115,9 +137,12 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
     throw config::ConfigError(prepared.config.source, "schedule.ranks",
                               fmt::format("cannot start a thread per rank: {}", e.what()));
   }
+  // The processes start their clocks together (within the barrier's skew: microseconds on one
+  // node).
+  if (world) world->barrier();
   run.clock = RunClock();
   gate.count_down();
-  it.outcome = detail::Watchdog(s.hang_timeout, stop).watch(run, ranks);
+  it.outcome = detail::Watchdog(s.hang_timeout, stop, world).watch(run, ranks);
   threads.clear();  // joins
   transport.end();
   // A receive never waited may have completed after its rank ended: its transfer happened.
@@ -128,13 +153,37 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
   if (!it.failure.empty()) it.outcome = Outcome::failed;
   std::vector<record::WaitEdge> edges;
   std::vector<bool> finished(static_cast<std::size_t>(R));
-  for (int r = 0; r < R; ++r) {
-    auto& rr = *ranks[static_cast<std::size_t>(r)];
-    auto& d = rr.diagnostics();
+  for (auto& rr : ranks) {
+    auto& d = rr->diagnostics();
     it.diagnostics.insert(it.diagnostics.end(), d.begin(), d.end());
-    finished[static_cast<std::size_t>(r)] = rr.timeline().finished;
-    for (auto& e : rr.wait_edges()) edges.push_back(std::move(e));
-    it.real_peak = std::max(it.real_peak, rr.real_peak());
+    finished[static_cast<std::size_t>(rr->rank())] = rr->timeline().finished;
+    for (auto& e : rr->wait_edges()) edges.push_back(std::move(e));
+    it.real_peak = std::max(it.real_peak, rr->real_peak());
+  }
+  if (world) {
+    // Process 0 joins every process's part, in rank order, as the recorder joins its threads'.
+    auto parts = world->gather(pack(report_of(it, *ranks.front())));
+    if (world->process() != 0) return it;
+    it.trace.spans.clear();
+    it.trace.transfers.clear();
+    it.trace.counters.clear();
+    it.diagnostics.clear();
+    it.failure.clear();
+    edges.clear();
+    for (const auto& bytes : parts) {
+      ProcessReport r = unpack(bytes);
+      const auto rank = static_cast<std::size_t>(r.rank);
+      it.trace.ranks[rank] = r.timeline;
+      it.trace.spans.insert(it.trace.spans.end(), r.spans.begin(), r.spans.end());
+      it.trace.transfers.insert(it.trace.transfers.end(), r.transfers.begin(), r.transfers.end());
+      it.trace.counters.insert(it.trace.counters.end(), r.counters.begin(), r.counters.end());
+      for (auto& d : r.diagnostics) it.diagnostics.push_back(std::move(d));
+      for (auto& e : r.edges) edges.push_back(std::move(e));
+      finished[rank] = r.timeline.finished;
+      it.real_peak = std::max(it.real_peak, r.real_peak);
+      if (it.failure.empty()) it.failure = std::move(r.failure);
+    }
+    if (!it.failure.empty()) it.outcome = Outcome::failed;
   }
   if (it.outcome == Outcome::hang) it.deadlock = record::find_deadlock(R, edges, finished);
   it.makespan = record::compute_metrics(it.trace, p).makespan;
@@ -165,6 +214,24 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   const ComputeInfo* ci = ComputeRegistry::instance().find(s.compute);
   if (ci == nullptr) throw config::ConfigError(c.source, "real.compute", "unknown compute");
   const schedules::Program& p = *prepared.program;
+  World* world = options.world;
+  if (ti->per_process && world == nullptr)
+    throw config::ConfigError(c.source, "real.backend",
+                              fmt::format("the {} backend runs one rank per process: start it "
+                                          "with a launcher, e.g. mpirun -np {} ppsim real ...",
+                                          s.backend, p.ranks()));
+  if (world && !ti->per_process)
+    throw config::ConfigError(c.source, "real.backend",
+                              fmt::format("the {} backend runs every rank in one process; under "
+                                          "a launcher ({}) use a backend that runs one rank per "
+                                          "process (mpi)",
+                                          s.backend, world->name()));
+  if (world && world->processes() != p.ranks())
+    throw config::ConfigError(
+        c.source, "schedule.ranks",
+        fmt::format("the {} backend runs one rank per process: the config has {} ranks and {} "
+                    "started {} processes (mpirun -np {})",
+                    s.backend, p.ranks(), world->name(), world->processes(), p.ranks()));
   if (p.ranks() > kMaxRanks)
     throw config::ConfigError(
         c.source, "schedule.ranks",
@@ -206,7 +273,7 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   const int total = s.warmup + s.iterations;
   for (int i = 0; i < total; ++i) {
     Iteration it = run_once(prepared, sem, *transport, *compute, s, ex.memory_scale,
-                            static_cast<std::uint64_t>(i), options.stop);
+                            static_cast<std::uint64_t>(i), options.stop, world);
     const bool over = it.outcome != Outcome::finished;
     if (i >= s.warmup || over) {
       ex.makespans.push_back(it.makespan);
@@ -224,6 +291,8 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
     pick = order[(order.size() - 1) / 2];
   }
   Iteration& it = kept[pick];
+  ex.outcome = it.outcome;
+  if (world && world->process() != 0) return ex;  // process 0 holds the run and reports it
   ex.notes = transport->report();
   for (auto& line : compute->report()) ex.notes.push_back(std::move(line));
   ex.outcome = it.outcome;

@@ -48,6 +48,7 @@ class RankRunner {
  public:
   RankRunner(RunShared& run, int rank);
   void run() noexcept;  // the thread's body
+  int rank() const { return rank_; }
 
   RankStatus status() const { return status_.load(std::memory_order_acquire); }
   // The compute op this rank is in, when it has run past its budget at run-clock second `now`:

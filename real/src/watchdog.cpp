@@ -1,6 +1,7 @@
 #include "watchdog.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <thread>
 
@@ -16,10 +17,13 @@ std::optional<std::string> Watchdog::overdue(
 
 Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks) {
   using Clock = std::chrono::steady_clock;
-  const auto poll = std::chrono::duration<double>(std::clamp(hang_timeout_ / 20, 0.0005, 0.01));
+  // Across processes each poll is a collective: a slower pace keeps it cheap.
+  const auto poll = std::chrono::duration<double>(
+      std::clamp(hang_timeout_ / 20, world_ ? 0.002 : 0.0005, 0.01));
+  const std::int64_t total = world_ ? world_->processes() : static_cast<std::int64_t>(ranks.size());
   Outcome outcome = Outcome::finished;
   bool stopping = false;
-  std::uint64_t last_progress = run.progress.load();
+  std::int64_t last_progress = -1;
   auto quiet_since = Clock::now();
   auto stop_run = [&](Outcome why) {
     outcome = why;
@@ -28,42 +32,55 @@ Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRu
     run.transport.abort();
   };
   while (true) {
-    std::size_t over = 0, blocked = 0;
+    enum { kOver, kBlocked, kStuck, kBusy, kProgress, kFailed, kStop, kOverdue, kQuiet, kN };
+    std::array<std::int64_t, kN> v{};
     for (const auto& r : ranks) {
       const RankStatus s = r->status();
-      over += s == RankStatus::done || s == RankStatus::stopped;
-      blocked += s == RankStatus::blocked;
+      v[kOver] += s == RankStatus::done || s == RankStatus::stopped;
+      v[kBlocked] += s == RankStatus::blocked;
     }
-    if (over == ranks.size()) break;
+    v[kStuck] = static_cast<std::int64_t>(run.transport.stuck_waiters());
+    v[kBusy] = !run.transport.quiescent();
+    v[kProgress] = static_cast<std::int64_t>(run.progress.load());
+    v[kFailed] = !stopping && run.cancel.load();  // a rank here threw
+    v[kStop] = stop_ && stop_->load();
+    std::optional<std::string> late;
+    if (!stopping) late = overdue(run, ranks);
+    v[kOverdue] = late.has_value();
+    // This process has seen nothing move for the whole timeout (the sums below said so in every
+    // poll since quiet_since, the same polls in every process).
+    v[kQuiet] = std::chrono::duration<double>(Clock::now() - quiet_since).count() >= hang_timeout_;
+    if (world_) world_->sum(v);
+    if (v[kOver] == total) {
+      if (!stopping && v[kFailed] > 0) outcome = Outcome::failed;
+      break;
+    }
     if (!stopping) {
-      if (run.cancel.load()) {  // a rank failed and stopped the others
+      if (v[kFailed] > 0) {  // a rank failed and stopped the others (of its process)
         outcome = Outcome::failed;
         stopping = true;
-      } else if (stop_ && stop_->load()) {
+        run.cancel.store(true);
+        run.transport.abort();
+      } else if (v[kStop] > 0) {
         stop_run(Outcome::interrupted);
-      } else if (auto late = overdue(run, ranks)) {
-        {
+      } else if (v[kOverdue] > 0) {
+        if (late) {
           std::lock_guard lock(run.failure_mu);
           if (run.failure.empty()) run.failure = std::move(*late);
         }
         stop_run(Outcome::failed);
-      } else {
-        const std::uint64_t progress = run.progress.load();
-        // A hang: every rank still running waits inside the transport on a request that is not
-        // complete, nothing is in flight, and nothing moved for the whole timeout.
-        if (progress != last_progress || over + blocked != ranks.size() ||
-            !run.transport.quiescent() || run.transport.stuck_waiters() != ranks.size() - over) {
-          last_progress = progress;
-          quiet_since = Clock::now();
-        } else if (std::chrono::duration<double>(Clock::now() - quiet_since).count() >=
-                   hang_timeout_) {
-          stop_run(Outcome::hang);
-        }
+      } else if (v[kProgress] != last_progress || v[kOver] + v[kBlocked] != total ||
+                 v[kBusy] > 0 || v[kStuck] != total - v[kOver]) {
+        // A hang: every rank still running waits inside the transport on a request that is
+        // not complete, nothing is in flight, and nothing moved for the whole timeout.
+        last_progress = v[kProgress];
+        quiet_since = Clock::now();
+      } else if (v[kQuiet] == (world_ ? world_->processes() : 1)) {
+        stop_run(Outcome::hang);
       }
     }
     std::this_thread::sleep_for(poll);
   }
-  if (!stopping && run.cancel.load()) outcome = Outcome::failed;
   return outcome;
 }
 

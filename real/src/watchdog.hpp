@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ppsim/real/executor.hpp"
+#include "ppsim/real/world.hpp"
 #include "rank_runner.hpp"
 
 namespace ppsim::real::detail {
@@ -18,9 +19,11 @@ class Watchdog {
   // nothing under way and no rank makes progress, before the run is declared hung; also the
   // least time a compute op that may never return (a GPU's) is given before the run is stopped
   // as failed.
-  Watchdog(double hang_timeout, const std::atomic<bool>* stop)
-      : hang_timeout_(hang_timeout), stop_(stop) {}
-  // Returns once every rank has finished or stopped.
+  // With a World, `ranks` are this process's and every process decides from the sums of all
+  // processes' states, so that all of them stop the run in the same poll, for the same reason.
+  Watchdog(double hang_timeout, const std::atomic<bool>* stop, World* world = nullptr)
+      : hang_timeout_(hang_timeout), stop_(stop), world_(world) {}
+  // Returns once every rank (of every process) has finished or stopped.
   Outcome watch(RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks);
 
  private:
@@ -30,6 +33,7 @@ class Watchdog {
 
   double hang_timeout_;
   const std::atomic<bool>* stop_;
+  World* world_;
 };
 
 }  // namespace ppsim::real::detail

@@ -10,6 +10,7 @@
 
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/settings.hpp"
+#include "ppsim/real/world.hpp"
 #include "ppsim/record/run_record.hpp"
 
 namespace ppsim::real {
@@ -34,6 +35,10 @@ struct Execution {
 struct ExecOptions {
   Settings settings;
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler to interrupt
+  // The processes of a run under a launcher (one rank each): every process calls execute() and
+  // process 0's Execution holds the whole run; the others' hold its outcome only. None: every
+  // rank is a thread of this process.
+  World* world = nullptr;
 };
 
 // `prepared` as from config::prepare. Throws config::ConfigError for settings the backend cannot

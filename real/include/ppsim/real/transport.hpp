@@ -76,6 +76,9 @@ struct TransportInfo {
   std::string name;
   std::string description;
   std::function<std::unique_ptr<Transport>()> make;
+  // It runs one rank per process, under a launcher (ExecOptions::world); otherwise every rank is
+  // a thread of one process.
+  bool per_process = false;
 };
 
 // Transports by name: one file under real/src/transports/ each, registered by file name.
