@@ -412,14 +412,13 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
   std::string failed;
   if (world->process() == 0) try {
       open_outputs(o, out);
-    } catch (const std::exception& e) {
+    } catch (const OutputError& e) {
       failed = e.what();
+      // Said before the others learn of it: the first process to end makes mpirun stop the job.
+      std::cerr << "ppsim: error: " << failed << std::endl;
     }
   world->broadcast(failed);
-  if (!failed.empty()) {
-    if (world->process() != 0) return kBadInput;
-    open_outputs(o, out);  // throws again, and run_guarded says it
-  }
+  if (!failed.empty()) return kBadInput;
   // Errors before the run (the config, the backend) are the same in every process; after it,
   // process 0's (writing a file) are its own, and the others wait for its exit code.
   std::string code;
