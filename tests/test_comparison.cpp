@@ -255,8 +255,9 @@ TEST_CASE(
     CHECK(real::calibrated(model, measured).network.latency == Approx(1.0 - 0.5));
     model.network.bandwidth = 0;  // unlimited: all of it is latency
     CHECK(real::calibrated(model, measured).network.latency == Approx(1.0));
-    model.network.bandwidth = 0.5;  // faster than the model allows: no negative latency
+    model.network.bandwidth = 0.5;  // faster than the model allows: all of it is the wire
     CHECK(real::calibrated(model, measured).network.latency == 0);
+    CHECK(real::calibrated(model, measured).network.bandwidth == Approx(2.0 / 1.0));
     CHECK(real::calibrated(model, measured).costs.stages[0].forward == Approx(2));
   }
 }

@@ -188,7 +188,9 @@ config::Model calibrated(const config::Model& model, const record::RunRecord& me
     if (!pairs[st].empty()) cost.overlapped_fb = median(pairs[st]);  // a time: the fraction goes
   }
   // Transfers: the median measured time (from the copy's start to its completion being seen)
-  // less the bandwidth term becomes the latency; every message has comm.boundary_bytes.
+  // less the bandwidth term becomes the latency; every message has comm.boundary_bytes. Faster
+  // than the model's bandwidth allows (a real network, not the modelled one), the whole median
+  // is the bandwidth term: no latency, and the bandwidth that moves a message in that time.
   std::vector<double> transfers;
   for (const auto& t : measured.trace->transfers)
     if (t.end >= t.start) transfers.push_back(t.end - t.start);
@@ -196,7 +198,13 @@ config::Model calibrated(const config::Model& model, const record::RunRecord& me
     auto& net = out.network;
     const double wire =
         net.bandwidth > 0 ? static_cast<double>(net.boundary_bytes) / net.bandwidth : 0.0;
-    net.latency = std::max(0.0, median(transfers) - wire);
+    const double m = median(transfers);
+    if (m >= wire || m <= 0) {
+      net.latency = std::max(0.0, m - wire);
+    } else {
+      net.latency = 0;
+      net.bandwidth = static_cast<double>(net.boundary_bytes) / m;
+    }
   }
   return out;
 }
