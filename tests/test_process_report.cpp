@@ -16,11 +16,13 @@ ProcessReport sample() {
   ProcessReport r;
   r.rank = 3;
   r.timeline = {0.5, 41.25, false, 7, 1 << 30};
-  r.spans = {{3, 0, SpanKind::compute, 0.5, 1.5}, {3, 1, SpanKind::post, 1.5, 1.5},
+  r.spans = {{3, 0, SpanKind::compute, 0.5, 1.5},
+             {3, 1, SpanKind::post, 1.5, 1.5},
              {3, 2, SpanKind::blocked, 1.5, 41.25}};
   r.transfers = {{2, 4, 3, 1, 1.25, 1.75, 16777216}};
   r.counters = {{3, 0.5, 268435456, 1}, {3, 1.5, 0, 0}};
-  r.diagnostics = {{"message_order_mismatch", 3, 1, "3RECV_F0", "rank 3 op 1: receives ...", false}};
+  r.diagnostics = {
+      {"message_order_mismatch", 3, 1, "3RECV_F0", "rank 3 op 1: receives ...", false}};
   r.edges = {{3, 2, "3SEND_B0", 2, ""}, {3, 2, "WAIT(1;2)", 1, "1SEND_F2 (é, \0 bytes)"}};
   r.real_peak = 123456789;
   r.failure = "rank 3 op 2 (3SEND_B0): boom";

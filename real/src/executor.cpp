@@ -21,11 +21,11 @@ namespace ppsim::real {
 
 namespace {
 
-using detail::ProcessReport;
 using detail::pack;
-using detail::unpack;
+using detail::ProcessReport;
 using detail::RankRunner;
 using detail::RunShared;
+using detail::unpack;
 
 // The host backend runs a thread per rank.
 constexpr int kMaxRanks = 1024;

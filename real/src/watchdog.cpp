@@ -18,8 +18,8 @@ std::optional<std::string> Watchdog::overdue(
 Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRunner>>& ranks) {
   using Clock = std::chrono::steady_clock;
   // Across processes each poll is a collective: a slower pace keeps it cheap.
-  const auto poll = std::chrono::duration<double>(
-      std::clamp(hang_timeout_ / 20, world_ ? 0.002 : 0.0005, 0.01));
+  const auto poll =
+      std::chrono::duration<double>(std::clamp(hang_timeout_ / 20, world_ ? 0.002 : 0.0005, 0.01));
   const std::int64_t total = world_ ? world_->processes() : static_cast<std::int64_t>(ranks.size());
   Outcome outcome = Outcome::finished;
   bool stopping = false;
@@ -69,8 +69,8 @@ Outcome Watchdog::watch(RunShared& run, const std::vector<std::unique_ptr<RankRu
           if (run.failure.empty()) run.failure = std::move(*late);
         }
         stop_run(Outcome::failed);
-      } else if (v[kProgress] != last_progress || v[kOver] + v[kBlocked] != total ||
-                 v[kBusy] > 0 || v[kStuck] != total - v[kOver]) {
+      } else if (v[kProgress] != last_progress || v[kOver] + v[kBlocked] != total || v[kBusy] > 0 ||
+                 v[kStuck] != total - v[kOver]) {
         // A hang: every rank still running waits inside the transport on a request that is
         // not complete, nothing is in flight, and nothing moved for the whole timeout.
         last_progress = v[kProgress];

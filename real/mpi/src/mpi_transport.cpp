@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "ppsim/config/error.hpp"
 #include "mpi_plugin.hpp"
+#include "ppsim/config/error.hpp"
 #include "ppsim/real/transport.hpp"
 
 namespace ppsim::real::mpi {
@@ -210,8 +210,9 @@ class MpiTransport final : public Transport {
   }
 
   std::vector<std::string> report() const override {
-    return {"mpi: one process per rank; transfers are MPI messages (the modelled link times are "
-            "not added)"};
+    return {
+        "mpi: one process per rank; transfers are MPI messages (the modelled link times are "
+        "not added)"};
   }
 
  private:

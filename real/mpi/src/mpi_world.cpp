@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "mpi_plugin.hpp"
@@ -57,8 +57,8 @@ class MpiWorld final : public World {
   void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
 
   void sum(std::span<std::int64_t> values) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
-                        MPI_INT64_T, MPI_SUM, comm_),
+    check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T,
+                        MPI_SUM, comm_),
           "MPI_Allreduce");
   }
 
@@ -82,8 +82,8 @@ class MpiWorld final : public World {
           "MPI_Gatherv");
     std::vector<std::string> parts;
     for (std::size_t i = 0; i < sizes.size(); ++i)
-      parts.push_back(all.substr(static_cast<std::size_t>(offsets[i]),
-                                 static_cast<std::size_t>(sizes[i])));
+      parts.push_back(
+          all.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(sizes[i])));
     return parts;
   }
 

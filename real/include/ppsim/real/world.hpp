@@ -14,8 +14,8 @@ namespace ppsim::real {
 class World {
  public:
   virtual ~World() = default;
-  virtual int process() const = 0;    // this process, 0 .. processes() - 1
-  virtual int processes() const = 0;  // also the number of ranks: process p runs rank p
+  virtual int process() const = 0;       // this process, 0 .. processes() - 1
+  virtual int processes() const = 0;     // also the number of ranks: process p runs rank p
   virtual std::string name() const = 0;  // for messages: "MPI (Open MPI 4.1.4)"
 
   virtual void barrier() = 0;
