@@ -425,6 +425,7 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
   bool ran = false;
   try {
     if (world->process() != 0) {
+      StopOnSignal on_signal;  // (mpirun passes SIGINT on to every process: all stop together)
       real::execute(prepared, {settings, &g_stop, world.get()});
     } else {
       try {
