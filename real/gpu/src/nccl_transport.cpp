@@ -131,17 +131,8 @@ class NcclTransport final : public Transport {
     for (int p : batch) {
       const Op& o = ops[static_cast<std::size_t>(p)];
       auto e = std::make_shared<Entry>();
-      e->req = std::make_shared<Request>();
-      e->req->rank = rank;
-      e->req->pos = p;
-      e->req->op = o;
-      e->req->send = schedules::is_send(o.kind);
+      e->req = new_request(*ctx_, rank, p, o, nullptr);
       e->group = group;
-      const int peer = ctx_->semantics.peer_of(o);
-      if (peer < 0 || peer == rank || peer >= R_)
-        throw HazardError("bad_comm", rank, p,
-                          fmt::format("rank {} op {}: {} has no peer on another rank", rank, p,
-                                      ctx_->program.op_text(rank, o)));
       CUDA_CHECK(cudaMallocAsync(&e->device, bytes_, cs));
       group->entries.push_back(e);
     }

@@ -100,17 +100,8 @@ class MpiTransport final : public Transport {
 
   RequestPtr post(int rank, int pos, const Op& op, std::shared_ptr<Buffer> buffer) override {
     const auto& sem = ctx_->semantics;
-    auto req = std::make_shared<Request>();
-    req->rank = rank;
-    req->pos = pos;
-    req->op = op;
-    req->send = schedules::is_send(op.kind);
-    req->buffer = std::move(buffer);
+    auto req = new_request(*ctx_, rank, pos, op, std::move(buffer));
     const int peer = sem.peer_of(op);
-    if (peer < 0 || peer == rank || peer >= static_cast<int>(sent_to_.size()))
-      throw HazardError("bad_comm", rank, pos,
-                        fmt::format("rank {} op {}: {} has no peer on another rank", rank, pos,
-                                    ctx_->program.op_text(rank, op)));
     const int tag = fifo_ ? 0 : static_cast<int>(sem.tensor_index(sem.tensor_of(op)));
     const double now = ctx_->clock.now();
     auto f = std::make_unique<InFlight>();

@@ -135,17 +135,8 @@ class HostTransport final : public Transport {
 
   RequestPtr post(int rank, int pos, const Op& op, std::shared_ptr<Buffer> buffer) override {
     const auto& sem = ctx_->semantics;
-    auto req = std::make_shared<Request>();
-    req->rank = rank;
-    req->pos = pos;
-    req->op = op;
-    req->send = schedules::is_send(op.kind);
-    req->buffer = std::move(buffer);
+    auto req = new_request(*ctx_, rank, pos, op, std::move(buffer));
     const int peer = sem.peer_of(op);
-    if (peer < 0 || peer == rank)
-      throw HazardError("bad_comm", rank, pos,
-                        fmt::format("rank {} op {}: {} has no peer on another rank", rank, pos,
-                                    ctx_->program.op_text(rank, op)));
     const std::size_t link = req->send ? link_index(rank, peer) : link_index(peer, rank);
     std::lock_guard lock(mu_);
     if (nccl_) {

@@ -72,6 +72,12 @@ class Transport {
   }
 };
 
+// A request for `op` (a SEND_* or RECV_*) of `rank` at `pos`, holding `buffer` (may be null: a
+// transport that attaches it later). Throws HazardError "bad_comm" when the op has no peer on
+// another rank of the program. What every transport's post() starts with.
+RequestPtr new_request(const TransportContext& context, int rank, int pos, const schedules::Op& op,
+                       std::shared_ptr<Buffer> buffer);
+
 struct TransportInfo {
   std::string name;
   std::string description;
