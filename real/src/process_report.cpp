@@ -9,45 +9,29 @@ namespace ppsim::real::detail {
 namespace {
 
 // Both ends are the same build on the same kind of machine (one binary under one launcher), so
-// plain records travel as their bytes.
+// plain records travel as their bytes; strings and vectors as a count, then their elements.
 class Writer {
  public:
   template <typename T>
-  void put(const T& value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out_.append(reinterpret_cast<const char*>(&value), sizeof value);
+  void operator()(const T& value) {
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      out_.append(reinterpret_cast<const char*>(&value), sizeof value);
+    } else {
+      fields(*this, value);
+    }
   }
-  void put(const std::string& s) {
-    put(static_cast<std::uint64_t>(s.size()));
+  void operator()(const std::string& s) {
+    (*this)(static_cast<std::uint64_t>(s.size()));
     out_ += s;
   }
   template <typename T>
-  void put_all(const std::vector<T>& values) {
-    put(static_cast<std::uint64_t>(values.size()));
-    for (const auto& v : values) put_one(v);
+  void operator()(const std::vector<T>& values) {
+    (*this)(static_cast<std::uint64_t>(values.size()));
+    for (const auto& v : values) (*this)(v);
   }
   std::string take() { return std::move(out_); }
 
  private:
-  template <typename T>
-  void put_one(const T& v) {
-    put(v);
-  }
-  void put_one(const schedules::Diagnostic& d) {
-    put(d.kind);
-    put(d.rank);
-    put(d.position);
-    put(d.op);
-    put(d.message);
-    put(d.fatal);
-  }
-  void put_one(const record::WaitEdge& e) {
-    put(e.rank);
-    put(e.position);
-    put(e.op);
-    put(e.peer);
-    put(e.waiting_for);
-  }
   std::string out_;
 };
 
@@ -55,86 +39,74 @@ class Reader {
  public:
   explicit Reader(std::string_view in) : in_(in) {}
   template <typename T>
-  void get(T& value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    need(sizeof value);
-    std::memcpy(&value, in_.data() + at_, sizeof value);
-    at_ += sizeof value;
+  void operator()(T& value) {
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      need(sizeof value);
+      std::memcpy(&value, in_.data() + at_, sizeof value);
+      at_ += sizeof value;
+    } else {
+      fields(*this, value);
+    }
   }
-  void get(std::string& s) {
-    std::uint64_t n = 0;
-    get(n);
-    need(n);
+  void operator()(std::string& s) {
+    const std::uint64_t n = count();
     s.assign(in_.data() + at_, n);
     at_ += n;
   }
   template <typename T>
-  void get_all(std::vector<T>& values) {
-    std::uint64_t n = 0;
-    get(n);
-    need(n);  // each element takes at least a byte: a bad count cannot allocate without bound
-    values.resize(n);
-    for (auto& v : values) get_one(v);
+  void operator()(std::vector<T>& values) {
+    values.resize(count());
+    for (auto& v : values) (*this)(v);
   }
   void done() const {
     if (at_ != in_.size()) throw std::runtime_error("a process report has trailing bytes");
   }
 
  private:
+  // Each element takes at least a byte: a bad count cannot allocate without bound.
+  std::uint64_t count() {
+    std::uint64_t n = 0;
+    (*this)(n);
+    need(n);
+    return n;
+  }
   void need(std::uint64_t n) const {
     if (n > in_.size() - at_) throw std::runtime_error("a process report is truncated");
-  }
-  template <typename T>
-  void get_one(T& v) {
-    get(v);
-  }
-  void get_one(schedules::Diagnostic& d) {
-    get(d.kind);
-    get(d.rank);
-    get(d.position);
-    get(d.op);
-    get(d.message);
-    get(d.fatal);
-  }
-  void get_one(record::WaitEdge& e) {
-    get(e.rank);
-    get(e.position);
-    get(e.op);
-    get(e.peer);
-    get(e.waiting_for);
   }
   std::string_view in_;
   std::size_t at_ = 0;
 };
 
+// The fields of each record that is not plain bytes, in one list for both directions.
+template <typename Io, typename D>
+requires std::is_same_v<std::remove_const_t<D>, schedules::Diagnostic>
+void fields(Io& io, D& d) {
+  io(d.kind), io(d.rank), io(d.position), io(d.op), io(d.message), io(d.fatal);
+}
+template <typename Io, typename E>
+requires std::is_same_v<std::remove_const_t<E>, record::WaitEdge>
+void fields(Io& io, E& e) {
+  io(e.rank), io(e.position), io(e.op), io(e.peer), io(e.waiting_for);
+}
+template <typename Io, typename R>
+requires std::is_same_v<std::remove_const_t<R>, ProcessReport>
+void fields(Io& io, R& r) {
+  io(r.rank), io(r.timeline), io(r.spans), io(r.transfers), io(r.counters), io(r.diagnostics),
+      io(r.edges), io(r.real_peak), io(r.failure);
+}
+
 }  // namespace
 
-std::string pack(const ProcessReport& r) {
+std::string pack(const ProcessReport& report) {
   Writer w;
-  w.put(r.rank);
-  w.put(r.timeline);
-  w.put_all(r.spans);
-  w.put_all(r.transfers);
-  w.put_all(r.counters);
-  w.put_all(r.diagnostics);
-  w.put_all(r.edges);
-  w.put(r.real_peak);
-  w.put(r.failure);
+  w(report);
   return w.take();
 }
 
 ProcessReport unpack(std::string_view bytes) {
   Reader in(bytes);
   ProcessReport r;
-  in.get(r.rank);
-  in.get(r.timeline);
-  in.get_all(r.spans);
-  in.get_all(r.transfers);
-  in.get_all(r.counters);
-  in.get_all(r.diagnostics);
-  in.get_all(r.edges);
-  in.get(r.real_peak);
-  in.get(r.failure);
+  in(r);
   in.done();
   return r;
 }
