@@ -9,7 +9,8 @@
 #    --calibrate`, an MLP block of HIDDEN x SEQ tokens per op (each op >= ~1 ms on an H100
 #    quarter); targets: makespan within 3%,
 #    bubble fraction within 0.02, device stash peaks equal, issue gap median < 20 us;
-#  - the all-blocking 1F1B on the GPU: must hang as predicted (watchdog report);
+#  - the all-blocking 1F1B on the GPU: must hang as predicted (watchdog report); with eager
+#    sends it must run, as predicted;
 #  - the nccl transport with what the GPUs allow (P = GPUs, at most 4; with one GPU: the message
 #    that says to use cuda) and ctest's gpu.* tests (gpu.nccl_mpi needs >= 2 GPUs and MPI).
 # Settings: HIDDEN (2048), SEQ (4096), LAYERS (1), ITERATIONS (3), WARMUP (1); RUN_TIMEOUT (300 s,
@@ -79,6 +80,9 @@ done
 # The all-blocking 1F1B: predicted to deadlock; on the GPU the watchdog must report the same.
 write_config "$out/blocking.cfg" 1f1b 4 8 blocking
 run hang-1f1b-blocking "$out/blocking.cfg" --backend cuda --compute cuda --hang-timeout 2 --json
+# The same program with eager sends (every message within comm.eager_limit): it runs, as predicted.
+run eager-1f1b-blocking "$out/blocking.cfg" --backend cuda --compute cuda --hang-timeout 2 \
+  --set comm.eager_limit=$boundary $timed
 # NCCL: one GPU per rank.
 p=$(( gpus >= 4 ? 4 : gpus ))
 if [ "$p" -ge 2 ]; then

@@ -121,6 +121,17 @@ def main():
             (f"outcome `{j['outcome']}`, measured {j['comparison']['measured_verdict']}, predicted "
              f"{j['comparison']['predicted_verdict']}, agree: {j['comparison']['verdicts_agree']}"
              if j else f"exit {code}: {err[:200]}") + f" ({'pass' if hang_ok else 'FAIL'}).", ""]
+    j, code, err = load(a.folder, "eager-1f1b-blocking")
+    eager_ok = (code == 0 and j is not None and j["outcome"] == "finished"
+                and j["comparison"]["verdicts_agree"])
+    ok = ok and eager_ok
+    doc += ["The same program with eager sends (`--set comm.eager_limit=` the message size): " +
+            (f"outcome `{j['outcome']}`, measured {j['comparison']['measured_verdict']}, predicted "
+             f"{j['comparison']['predicted_verdict']}, makespan "
+             f"{j['comparison']['predicted_makespan']:.3f} / "
+             f"{j['comparison']['measured_makespan']:.3f} ms "
+             f"({100 * j['comparison']['makespan_error']:+.2f}%)"
+             if j else f"exit {code}: {err[:200]}") + f" ({'pass' if eager_ok else 'FAIL'}).", ""]
     for n in names:
         if n.startswith("nccl-1f1b"):
             j, code, err = load(a.folder, n)

@@ -64,10 +64,6 @@ else
     # machine, reported before the device is looked for.
     expect 2 real "$SRC/configs/1f1b.json" --compute cuda --time-scale 0
     contains "key 'model'"
-    # Eager sends: the GPU transports are rendezvous only; the flag that asked is named.
-    expect 2 real "$SRC/configs/1f1b.json" --backend cuda --time-scale 0 \
-      --set comm.eager_limit=8388608
-    contains "--set comm.eager_limit=8388608: key 'comm.eager_limit': the cuda transport is rendezvous only"
   fi
 fi
 exit $fail

@@ -1,14 +1,15 @@
 // `cuda` transport: several ranks on one GPU, each rank a host thread with its own stream (and,
 // where the driver has green contexts, its own share of the SMs: gpu_runtime.cpp). Matching and
-// the blocking semantics are the host transport's (rendezvous; tag or fifo matching; one transfer
-// at a time per directed link): once both sides have posted (the host rendezvous), the transfer
-// is a device-to-device copy on the link's stream, and its requests complete when the copy's
-// event has completed. The copy waits for no event of the ranks' streams: a compute op returns
-// when the GPU has finished it (cuda compute), so a send's data is there when it is posted, and
-// each message has buffers of its own. A waiting rank spins (yielding) rather than sleeps: a
-// woken thread runs tens of microseconds after the copy ended, which the issue gap would count. The
-// payload stamped in the host buffers travels with it, so the receiver's checks (wrong message,
-// released storage) hold.
+// the blocking semantics are the host transport's (rendezvous or eager; tag or fifo matching; one
+// transfer at a time per directed link): once both sides have posted (the host rendezvous), the
+// transfer is a device-to-device copy on the link's stream, and its requests complete when the
+// copy has completed. An eager send (comm.eager_limit) completes when posted and its copy goes at
+// once, into a device buffer of the transport's that the receive takes over when it is posted. The
+// copy waits for no event of the ranks' streams: a compute op returns when the GPU has finished it
+// (cuda compute), so a send's data is there when it is posted, and each message has buffers of its
+// own. A waiting rank spins (yielding) rather than sleeps: a woken thread runs tens of microseconds
+// after the copy ended, which the issue gap would count. The payload stamped in the host buffers
+// travels with it, so the receiver's checks (wrong message, released storage) hold.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -38,9 +39,13 @@ struct Side {
 };
 
 struct Message {
-  Side send, recv;
+  Side send, recv;  // eager and not yet received: recv.req is null, recv.device the landing place
   bool has_recv = false;
-  double start = 0;
+  bool eager = false;    // the send completed when posted; its bytes are in `bytes`
+  bool arrived = false;  // (eager) the copy has completed
+  std::vector<std::byte> bytes;
+  std::string error;  // (eager) the send's storage was released before it was posted
+  double start = 0, end = 0;
   cudaEvent_t done = nullptr;  // where there are no host signals
   std::uint32_t seq = 0;       // its link's signal reaches it when the copy has completed
   std::size_t link = 0;
@@ -76,11 +81,7 @@ class CudaTransport final : public Transport {
     stop_progress();
     ctx_.emplace(c);
     R_ = c.program.ranks();
-    if (c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit)
-      throw config::ConfigError(
-          "", "comm.eager_limit",
-          "the cuda transport is rendezvous only (a send completes when its transfer has); set "
-          "comm.eager_limit below comm.boundary_bytes or use --backend host");
+    eager_ = c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit;
     GpuRuntime::instance().layout(R_, true);
     fifo_ = c.network.matching == config::Matching::fifo;
     const auto bytes =
@@ -147,9 +148,28 @@ class CudaTransport final : public Transport {
     if (req->send) {
       auto m = std::make_shared<Message>();
       m->send = side;
-      if (match_send(l, m)) make_ready(link, l, m);
+      if (eager_) {
+        // The payload leaves now: the send is done, and its copy goes whether or not the
+        // receive is posted.
+        m->eager = true;
+        if (req->buffer->has_storage()) {
+          const auto b = req->buffer->data();
+          m->bytes.assign(b.begin(), b.end());
+        } else {
+          m->error = released_error(*req);
+        }
+        req->error = m->error;
+        if (!match_send(l, m)) m->recv.device = take_buffer();
+        make_ready(link, l, m);
+        complete(*req);
+      } else if (match_send(l, m)) {
+        make_ready(link, l, m);
+      }
     } else if (MessagePtr m = match_recv(l, side)) {
-      make_ready(link, l, m);
+      if (!m->eager)
+        make_ready(link, l, m);
+      else if (m->arrived)  // an eager message waiting here
+        deliver(*m);
     }
     return req;
   }
@@ -327,8 +347,7 @@ class CudaTransport final : public Transport {
       }
       MessagePtr m = l.sends.front();
       l.sends.pop_front();
-      m->recv = side;
-      m->has_recv = true;
+      take_recv(*m, side);
       return m;
     }
     auto& slot = tag_slot_[tag_of(*side.req)];
@@ -339,9 +358,30 @@ class CudaTransport final : public Transport {
     }
     MessagePtr m = std::move(slot.send);
     slot = {};
-    m->recv = side;
-    m->has_recv = true;
+    take_recv(*m, side);
     return m;
+  }
+  // A receive meets its send's message. An eager one already has its landing buffer (its copy
+  // may be under way or over): the receive's own goes back.
+  void take_recv(Message& m, Side side) {
+    m.has_recv = true;
+    if (!m.eager) {
+      m.recv = side;
+      return;
+    }
+    m.recv.req = std::move(side.req);
+    give_buffer(side.device);
+    record_match(m);
+  }
+  static void record_match(Message& m) {
+    m.send.req->peer_rank = m.recv.req->rank;
+    m.send.req->peer_pos = m.recv.req->pos;
+    m.recv.req->peer_rank = m.send.req->rank;
+    m.recv.req->peer_pos = m.send.req->pos;
+  }
+  std::string released_error(const Request& s) const {
+    return fmt::format("the transfer of {} reads storage already released by {}",
+                       ctx_->program.op_text(s.rank, s.op), s.buffer->released_by());
   }
   std::size_t tag_of(const Request& r) const {
     const auto& sem = ctx_->semantics;
@@ -355,10 +395,7 @@ class CudaTransport final : public Transport {
 
   void make_ready(std::size_t link, Link& l, const MessagePtr& m) {
     m->link = link;
-    m->send.req->peer_rank = m->recv.req->rank;
-    m->send.req->peer_pos = m->recv.req->pos;
-    m->recv.req->peer_rank = m->send.req->rank;
-    m->recv.req->peer_pos = m->send.req->pos;
+    if (m->has_recv) record_match(*m);
     // The progress thread starts it: at once on an idle link, else when the link's copy ends.
     if (!l.busy && l.ready.empty()) startable_.fetch_add(1, std::memory_order_release);
     l.ready.push_back(m);
@@ -393,30 +430,46 @@ class CudaTransport final : public Transport {
     CUDA_CHECK(e);
     return true;
   }
+  // A copy has completed (progress thread, under the lock).
   void finish(Message& m) {
-    const double end = ctx_->clock.now();
-    Request& s = *m.send.req;
-    Request& r = *m.recv.req;
-    if (s.buffer->has_storage())
-      r.buffer->copy_from(s.buffer->data());
-    else
-      s.error = r.error = fmt::format("the transfer of {} reads storage already released by {}",
-                                      ctx_->program.op_text(s.rank, s.op), s.buffer->released_by());
-    for (Request* q : {&s, &r}) {
-      q->transfer_start = m.start;
-      q->transfer_end = end;
-    }
+    m.end = ctx_->clock.now();
     give_buffer(m.send.device);
-    give_buffer(m.recv.device);
+    give_buffer(m.recv.device);  // (nothing reads it: the payload stamps travel on the host)
     if (m.done) {
       std::lock_guard events(event_mu_);
       free_events_.push_back(m.done);
       m.done = nullptr;
     }
-    for (const RequestPtr& q : {m.send.req, m.recv.req}) {
-      q->complete.store(true, std::memory_order_release);
-      cvs_[static_cast<std::size_t>(q->rank)].notify_all();
+    if (m.eager) {  // the send completed when posted; the receive, if there is one yet, now
+      m.arrived = true;
+      if (m.has_recv) deliver(m);
+      return;
     }
+    Request& s = *m.send.req;
+    Request& r = *m.recv.req;
+    if (s.buffer->has_storage())
+      r.buffer->copy_from(s.buffer->data());
+    else
+      s.error = r.error = released_error(s);
+    for (Request* q : {&s, &r}) {
+      q->transfer_start = m.start;
+      q->transfer_end = m.end;
+    }
+    complete(s);
+    complete(r);
+  }
+  // An eager message's receive completes with the bytes its send posted.
+  void deliver(Message& m) {
+    Request& r = *m.recv.req;
+    r.error = m.error;
+    if (m.error.empty()) r.buffer->copy_from(m.bytes);
+    r.transfer_start = m.start;
+    r.transfer_end = m.end;
+    complete(r);
+  }
+  void complete(Request& q) {
+    q.complete.store(true, std::memory_order_release);
+    cvs_[static_cast<std::size_t>(q.rank)].notify_all();
   }
 
   // The progress thread starts the copies (in the device's primary context: enqueued from a
@@ -482,7 +535,7 @@ class CudaTransport final : public Transport {
 
   std::optional<TransportContext> ctx_;
   int R_ = 0;
-  bool fifo_ = false;
+  bool fifo_ = false, eager_ = false;
   std::size_t bytes_ = 1;
   static constexpr int kSpinMs = 20;
   static constexpr double kDrainSeconds = 2.0;
