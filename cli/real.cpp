@@ -245,6 +245,28 @@ std::string peak_differences(const real::Comparison& c, bool memory) {
   return out;
 }
 
+// The calibrated costs and network as a config fragment (`costs.per_stage`, `comm`): what a
+// config would say to predict this machine without measuring again.
+nlohmann::json calibration_json(const config::Model& m) {
+  nlohmann::json stages = nlohmann::json::object();
+  for (std::size_t i = 0; i < m.costs.stages.size(); ++i) {
+    const config::StageCost& c = m.costs.stages[i];
+    nlohmann::json s = {{"forward", c.forward}};
+    // The split where it adds up to B (I and W measured, or the model's own), else B alone.
+    if (c.split && std::abs(c.backward_input + c.backward_weight - c.backward) <=
+                       1e-9 * std::max(1.0, c.backward)) {
+      s["backward_input"] = c.backward_input;
+      s["backward_weight"] = c.backward_weight;
+    } else {
+      s["backward"] = c.backward;
+    }
+    if (c.overlapped_fb >= 0) s["overlapped_fb"] = c.overlapped_fb;
+    stages[std::to_string(i)] = std::move(s);
+  }
+  return {{"costs", {{"per_stage", std::move(stages)}}},
+          {"comm", {{"latency", m.network.latency}, {"bandwidth", m.network.bandwidth}}}};
+}
+
 std::string text_report(const std::string& path, const config::Prepared& prepared,
                         const real::Settings& s, const real::Execution& run,
                         const record::RunRecord& predicted, const real::Comparison& c,
@@ -470,9 +492,11 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
     const bool interrupted = run.outcome == real::Outcome::interrupted;
 
     std::optional<double> uncalibrated;
+    std::optional<config::Model> calibrated;
     if (o.calibrate && run.record.trace && run.outcome == real::Outcome::finished) {
       config::Prepared again = prepared;
       again.model = real::calibrated(prepared.model, run.record);
+      calibrated = again.model;
       if (predicted.metrics) uncalibrated = predicted.metrics->makespan;
       predicted = sim::analyze(again, {.trace = true});
     }
@@ -532,6 +556,7 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
       j["failure"] = run.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.failure);
       j["predicted"] = viz::to_json(predicted);
       if (uncalibrated) j["predicted_uncalibrated_makespan"] = *uncalibrated;
+      if (calibrated) j["calibrated"] = calibration_json(*calibrated);
       j["measured"] = viz::to_json(run.record);
       j["comparison"] = to_json(c, predicted.info.time_unit);
       j["comparison"]["memory_peaks_compared"] = peaks.memory_checked;

@@ -61,6 +61,28 @@ expect 0 real "$SRC/configs/gpipe.json" --time-scale 0 --iterations 2 --warmup 1
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["outcome"]=="finished" and j["comparison"]["verdicts_agree"] and j["comparison"]["peaks_agree"] and len(j["iteration_makespans"])==2, j' "$out" \
   || { echo "FAIL: --json object"; fail=1; }
 
+# --calibrate --json gives the calibrated costs and network as a config fragment: a config with
+# it predicts exactly the makespan the calibrated comparison was made against.
+for cfg in 1f1b.json zb-h1.json; do
+  expect 0 real "$SRC/configs/$cfg" --time-scale 1ms --calibrate --json
+  python3 - "$SRC/configs/$cfg" "$out" "$tmp/calibrated.json" <<'PY' || fail=1
+import json, sys
+cfg, run = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+cal = run["calibrated"]
+assert set(cal["costs"]["per_stage"]) == {str(s) for s in range(run["predicted"]["stages"])}, cal
+cfg.setdefault("costs", {})["per_stage"] = cal["costs"]["per_stage"]
+cfg.setdefault("comm", {}).update(cal["comm"])
+json.dump(cfg, open(sys.argv[3], "w"))
+PY
+  "$PPSIM" run "$tmp/calibrated.json" --json >"$tmp/rerun.json" 2>&1 || { echo "FAIL: $cfg: the calibrated config does not run"; cat "$tmp/rerun.json"; fail=1; }
+  python3 - "$out" "$tmp/rerun.json" <<'PY' && echo "ok: $cfg: the calibrated config predicts the calibrated makespan" || { echo "FAIL: $cfg: calibrated makespan"; fail=1; }
+import json, sys
+want = json.load(open(sys.argv[1]))["comparison"]["predicted_makespan"]
+got = json.load(open(sys.argv[2]))["makespan"]
+assert abs(got - want) <= 1e-9 * max(1.0, want), (got, want)
+PY
+done
+
 # A deadlock: observed as a hang (exit 1) naming the same blocked ops as `ppsim check`, and its
 # partial trace written.
 deadlock="$SRC/configs/1f1b-blocking-deadlock.json"

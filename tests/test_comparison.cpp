@@ -1,6 +1,6 @@
 // Measured against predicted (real/comparison.hpp) on hand-made run records: verdict agreement,
 // per-rank peaks, start-time errors (median, nearest-rank p95, max) and calibration from the
-// measured durations (median per op kind and stage).
+// measured durations (mean per op kind and stage, stalls left out).
 #include <catch2/catch.hpp>
 #include <memory>
 #include <vector>
@@ -187,25 +187,29 @@ TEST_CASE("deadlocks agree only when cycles, unmatched and blocked ops are the s
 }
 
 TEST_CASE(
-    "calibrated: median measured duration per kind and stage; B = I + W when only the split "
-    "was measured",
+    "calibrated: mean measured duration per kind and stage, a duration over twice the median "
+    "left out as a stall; B = I + W when only the split was measured",
     "[comparison]") {
   auto p = std::make_shared<schedules::Program>(
-      3, schedules::make_placement(schedules::PlacementKind::loop, 2, 1));
+      4, schedules::make_placement(schedules::PlacementKind::loop, 2, 1));
   // Rank 0 holds stage 0, rank 1 stage 1.
+  // F: 1, 3, 3.5 and a stall of 7 (median 3.25: over 6.5 is a stall) -> mean 2.5, not the
+  // median 3 of the three (the op's measured busy time is what the replay keeps).
   p->push(0, Op::compute(OpKind::F, 0, 0));       // 0: 1
   p->push(0, Op::compute(OpKind::F, 0, 1));       // 1: 3
-  p->push(0, Op::compute(OpKind::F, 0, 2));       // 2: 2  -> F median 2
-  p->push(0, Op::comm(OpKind::SEND_F, 0, 0, 0));  // 3: a post, not a compute span
-  p->push(0, Op::compute(OpKind::B, 0, 0));       // 4: 4
-  p->push(0, Op::compute(OpKind::B, 0, 1));       // 5: 6  -> B median 5 (mean of the middle)
+  p->push(0, Op::compute(OpKind::F, 0, 2));       // 2: 3.5
+  p->push(0, Op::compute(OpKind::F, 0, 3));       // 3: 7, a stall
+  p->push(0, Op::comm(OpKind::SEND_F, 0, 0, 0));  // 4: a post, not a compute span
+  p->push(0, Op::compute(OpKind::B, 0, 0));       // 5: 4
+  p->push(0, Op::compute(OpKind::B, 0, 1));       // 6: 8  -> B mean 6 (8 is not over 2 x 6)
   p->push(1, Op::compute(OpKind::I, 1, 0));       // 0: 1
-  p->push(1, Op::compute(OpKind::I, 1, 1));       // 1: 3  -> I median 2
+  p->push(1, Op::compute(OpKind::I, 1, 1));       // 1: 3  -> I mean 2
   p->push(1, Op::compute(OpKind::W, 1, 0));       // 2: 0.9
-  p->push(1, Op::compute(OpKind::W, 1, 1));       // 3: 0.5
-  p->push(1, Op::compute(OpKind::W, 1, 2));       // 4: 0.7 -> W median 0.7
+  p->push(1, Op::compute(OpKind::W, 1, 1));       // 3: 0.3
+  p->push(1, Op::compute(OpKind::W, 1, 2));       // 4: 0.6 -> W mean 0.6 (median 0.6)
+  p->push(1, Op::compute(OpKind::W, 1, 3));       // 5: 0.2 -> W mean 0.5 (median 0.45)
   const Op parts[] = {Op::compute(OpKind::F, 1, 2), Op::compute(OpKind::B, 1, 1)};
-  p->push_composite(1, OpKind::OVERLAP_F_B, parts);  // 5: 100, stage 1's overlapped_fb
+  p->push_composite(1, OpKind::OVERLAP_F_B, parts);  // 6: 100, stage 1's overlapped_fb
   record::RunRecord measured;
   measured.program = p;
   record::Trace t;
@@ -214,16 +218,18 @@ TEST_CASE(
   };
   add(0, 0, SpanKind::compute, 1);
   add(0, 1, SpanKind::compute, 3);
-  add(0, 2, SpanKind::compute, 2);
-  add(0, 3, SpanKind::post, 50);  // a span that is not compute is never a duration
-  add(0, 4, SpanKind::compute, 4);
-  add(0, 5, SpanKind::compute, 6);
+  add(0, 2, SpanKind::compute, 3.5);
+  add(0, 3, SpanKind::compute, 7);
+  add(0, 4, SpanKind::post, 50);  // a span that is not compute is never a duration
+  add(0, 5, SpanKind::compute, 4);
+  add(0, 6, SpanKind::compute, 8);
   add(1, 0, SpanKind::compute, 1);
   add(1, 1, SpanKind::compute, 3);
   add(1, 2, SpanKind::compute, 0.9);
-  add(1, 3, SpanKind::compute, 0.5);
-  add(1, 4, SpanKind::compute, 0.7);
-  add(1, 5, SpanKind::compute, 100);
+  add(1, 3, SpanKind::compute, 0.3);
+  add(1, 4, SpanKind::compute, 0.6);
+  add(1, 5, SpanKind::compute, 0.2);
+  add(1, 6, SpanKind::compute, 100);
   measured.trace = t;
 
   config::Model model;
@@ -233,16 +239,16 @@ TEST_CASE(
   model.network.boundary_bytes = 2;
   const config::Model c = real::calibrated(model, measured);
   const auto& s0 = c.costs.stages[0];
-  CHECK(s0.forward == Approx(2));
-  CHECK(s0.backward == Approx(5));
+  CHECK(s0.forward == Approx(2.5));
+  CHECK(s0.backward == Approx(6));
   CHECK(s0.backward_input == 11);  // not measured: the model's
   CHECK(s0.backward_weight == 12);
   CHECK(s0.split);
   const auto& s1 = c.costs.stages[1];
   CHECK(s1.forward == 10);  // only inside a composite: not calibrated
   CHECK(s1.backward_input == Approx(2));
-  CHECK(s1.backward_weight == Approx(0.7));
-  CHECK(s1.backward == Approx(2.7));       // I + W
+  CHECK(s1.backward_weight == Approx(0.5));
+  CHECK(s1.backward == Approx(2.5));       // I + W
   CHECK(s1.overlapped_fb == Approx(100));  // the pair measured, by its forward's stage
   CHECK(s0.overlapped_fb < 0);             // none there: the model's (a fraction of F + B)
   CHECK(c.network.latency == 0.25);        // no transfer measured: the model's
@@ -258,7 +264,7 @@ TEST_CASE(
     model.network.bandwidth = 0.5;  // faster than the model allows: all of it is the wire
     CHECK(real::calibrated(model, measured).network.latency == 0);
     CHECK(real::calibrated(model, measured).network.bandwidth == Approx(2.0 / 1.0));
-    CHECK(real::calibrated(model, measured).costs.stages[0].forward == Approx(2));
+    CHECK(real::calibrated(model, measured).costs.stages[0].forward == Approx(2.5));
   }
 }
 

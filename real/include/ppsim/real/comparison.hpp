@@ -38,8 +38,9 @@ Comparison compare(const record::RunRecord& predicted, const record::RunRecord& 
 // simulator. Peak in-flight always is.
 bool memory_follows_program_order(const record::RunRecord& predicted, const config::Model& model);
 
-// The model with each stage's costs replaced by the median measured duration of that op kind on
-// that stage (kinds not measured keep the model's cost).
+// The model with each stage's costs replaced by the mean measured duration of that op kind on that
+// stage, durations over twice the median left out as stalls (kinds not measured keep the model's
+// cost), and the network's latency (or bandwidth) set from the median measured transfer.
 config::Model calibrated(const config::Model& model, const record::RunRecord& measured);
 
 }  // namespace ppsim::real
