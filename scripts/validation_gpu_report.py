@@ -54,6 +54,7 @@ def main():
     rows = []
     misses = {}  # target -> runs that missed it
     parts = []  # per run: host between ops, call to enqueue, host span less GPU time (us)
+    ahead = []  # per run launching ahead: ops launched ahead, ops, median GPU wait on flags (us)
     order = {"gpipe": 0, "1f1b": 1, "interleaved-1f1b": 2, "zb-h1": 3, "dualpipev": 4}
     cuda = [n for n in names if n.startswith("cuda-")]
     cuda.sort(key=lambda n: (order.get(n[5:n.rfind("-m")], 9), int(n[n.rfind("-m") + 2:])))
@@ -75,6 +76,9 @@ def main():
                        note(j, "issue gap parts"))
         if pm:
             parts.append([float(x) for x in pm.groups()])
+        am = re.match(r"(\d+) of (\d+) ops, .*? median ([\d.]+) us", note(j, "launched ahead"))
+        if am:
+            ahead.append((int(am.group(1)), int(am.group(2)), float(am.group(3))))
         missed = [what for what, met in (
             ("exit code", code == 0), ("verdict", c["verdicts_agree"]),
             ("makespan", abs(c["makespan_error"]) <= MAKESPAN_TARGET),
@@ -98,6 +102,14 @@ def main():
         doc_misses = ", ".join(f"{what} in {n} of {len(cuda)} runs" for what, n in misses.items())
         rows.append("")
         rows.append(f"Targets missed: {doc_misses or 'none'}.")
+    if ahead:
+        rows.append("")
+        rows.append(
+            f"Launched ahead in {len(ahead)} of {len(cuda)} runs: {sum(a[0] for a in ahead)} of "
+            f"{sum(a[1] for a in ahead)} ops were enqueued while the rank's previous op ran, "
+            f"behind the flags their transfers' copies raise (no host turn-around between "
+            f"dependent ops); the GPU's wait on those flags, counted as communication, median "
+            f"of the runs' medians {sorted(a[2] for a in ahead)[len(ahead) // 2]:.1f} us.")
     if parts:
         mid = [sorted(p[i] for p in parts)[len(parts) // 2] for i in range(3)]
         rows.append("")

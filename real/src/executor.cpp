@@ -144,6 +144,7 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
   gate.count_down();
   it.outcome = detail::Watchdog(s.hang_timeout, stop, world).watch(run, ranks);
   threads.clear();  // joins
+  compute.end();
   transport.end();
   // A receive never waited may have completed after its rank ended: its transfer happened.
   for (auto& rr : ranks) rr->report_unseen_transfers();

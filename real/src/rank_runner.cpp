@@ -243,7 +243,15 @@ void RankRunner::run_compute(int pos, const Op& op) {
   computing_pos_.store(-1, std::memory_order_release);
   blocked_since_compute_ = 0;
   const double t1 = now();
-  if (run_.observer) run_.observer->on_compute(rank_, pos, t0, t1);
+  if (run_.observer) {
+    // A GPU's own times where it launched the op before this call.
+    const auto span = run_.compute.span(rank_);
+    if (span)
+      run_.observer->on_compute(rank_, pos, span->first / run_.unit_seconds,
+                                span->second / run_.unit_seconds);
+    else
+      run_.observer->on_compute(rank_, pos, t0, t1);
+  }
 
   // End effects, per part, in the simulator's order.
   sem.for_each_part(rank_, op, [&](const Op& part) {

@@ -9,7 +9,9 @@
 // (cuda compute), so a send's data is there when it is posted, and each message has buffers of its
 // own. A waiting rank spins (yielding) rather than sleeps: a woken thread runs tens of microseconds
 // after the copy ended, which the issue gap would count. The payload stamped in the host buffers
-// travels with it, so the receiver's checks (wrong message, released storage) hold.
+// travels with it, so the receiver's checks (wrong message, released storage) hold. After each
+// copy its stream raises the flags of its send and receive (stream_gates.hpp): a rank's next
+// compute op, enqueued ahead behind them, starts then.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -49,6 +51,8 @@ struct Message {
   cudaEvent_t done = nullptr;  // where there are no host signals
   std::uint32_t seq = 0;       // its link's signal reaches it when the copy has completed
   std::size_t link = 0;
+  // The flags its copy raises (rank, pos; rank -1: none), taken when the link is claimed.
+  std::pair<int, int> raise_send{-1, 0}, raise_recv{-1, 0};
 };
 using MessagePtr = std::shared_ptr<Message>;
 
@@ -128,6 +132,15 @@ class CudaTransport final : public Transport {
       l.recvs.clear();
     }
     tag_slot_.clear();
+    // The flags of this run's transfers (under the nccl model nothing is launched ahead: its
+    // waits are not only those of a transfer's own requests).
+    gates_ = nullptr;
+    if (c.network.semantics == config::P2pSemantics::mpi) {
+      std::vector<std::size_t> ops(static_cast<std::size_t>(R_));
+      for (int r = 0; r < R_; ++r) ops[static_cast<std::size_t>(r)] = c.program.ops(r).size();
+      StreamGates& g = GpuRuntime::instance().gates();
+      if (g.arm(ops, device_stalled())) gates_ = &g;
+    }
     waiting_.assign(static_cast<std::size_t>(R_), nullptr);
     cvs_ = std::vector<std::condition_variable>(static_cast<std::size_t>(R_));
     aborted_ = false;
@@ -235,6 +248,8 @@ class CudaTransport final : public Transport {
 
   void end() override {
     stop_progress();
+    if (gates_) gates_->disarm();
+    gates_ = nullptr;
     // Copies still under way finish before their buffers are reused. A copy takes microseconds;
     // one still going after kDrainSeconds sits behind a GPU stream that never finishes (streams
     // share the GPU's hardware queues): nothing waits for it, and no buffer is reused.
@@ -406,6 +421,10 @@ class CudaTransport final : public Transport {
     l.ready.pop_front();
     l.busy = m;
     ++transfers_;
+    if (gates_) {
+      if (!m->eager) m->raise_send = {m->send.req->rank, m->send.req->pos};
+      if (m->has_recv) m->raise_recv = {m->recv.req->rank, m->recv.req->pos};
+    }
     return m;
   }
   // Enqueues a claimed copy (progress thread, without the lock).
@@ -414,6 +433,9 @@ class CudaTransport final : public Transport {
     m.start = ctx_->clock.now();
     CUDA_CHECK(
         cudaMemcpyAsync(m.recv.device, m.send.device, bytes_, cudaMemcpyDeviceToDevice, l.stream));
+    // The flags first: they start the ranks' next ops; the host learns of the copy after.
+    for (const auto& [rank, pos] : {m.raise_send, m.raise_recv})
+      if (rank >= 0) gates_->raise(l.stream, rank, pos);
     m.seq = l.seq + 1;
     if (signals_->write(l.stream, m.link, m.seq)) {
       l.seq = m.seq;
@@ -461,6 +483,8 @@ class CudaTransport final : public Transport {
   // An eager message's receive completes with the bytes its send posted.
   void deliver(Message& m) {
     Request& r = *m.recv.req;
+    // (Its copy raised the flag where the receive was known when the copy took the link.)
+    if (gates_ && m.raise_recv.first < 0) gates_->raise_now(r.rank, r.pos);
     r.error = m.error;
     if (m.error.empty()) r.buffer->copy_from(m.bytes);
     r.transfer_start = m.start;
@@ -552,6 +576,7 @@ class CudaTransport final : public Transport {
   std::vector<cudaEvent_t> free_events_;  // those not in use
   std::unordered_map<std::size_t, Link> links_;
   std::unique_ptr<HostSignals> signals_;  // one per link (link_index): its copies completed
+  StreamGates* gates_ = nullptr;          // this run's flags, when armed
   std::unordered_map<std::size_t, TagSlot> tag_slot_;
   std::vector<const std::span<const RequestPtr>*> waiting_;
   std::vector<std::condition_variable> cvs_;

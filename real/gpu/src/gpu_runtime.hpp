@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "stream_gates.hpp"
+
 namespace ppsim::real::gpu {
 
 struct RankGpu {
@@ -48,6 +50,8 @@ class GpuRuntime {
   void mark_stalled() { stalled_.store(true); }
   // True while marked and a rank's stream still has work; the mark goes once every one is idle.
   bool stalled();
+  // The flags a rank's op launched ahead waits on (armed by the cuda transport for its run).
+  StreamGates& gates() { return gates_; }
 
  private:
   GpuRuntime();
@@ -61,6 +65,7 @@ class GpuRuntime {
   std::vector<RankGpu> ranks_;
   std::string partition_note_;
   std::atomic<bool> stalled_ = false;
+  StreamGates gates_;
 };
 
 // The device's name and memory, "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)".

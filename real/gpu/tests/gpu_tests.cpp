@@ -93,7 +93,9 @@ WaitValue wait_value() {
 }
 
 // The cuda compute, except that rank 1's third op first makes its stream wait for a flag in
-// memory that nobody sets (cuStreamWaitValue32): a GPU hang, for the watchdog to catch.
+// memory that nobody sets (cuStreamWaitValue32): a GPU hang, for the watchdog to catch. Where the
+// cuda compute launches each op ahead (during the previous op's call), the wait goes in one call
+// earlier, so that it is still the third op that waits.
 class StallingCompute final : public ppsim::real::Compute {
  public:
   explicit StallingCompute(std::uint32_t* flag)
@@ -101,11 +103,12 @@ class StallingCompute final : public ppsim::real::Compute {
   void begin(const ppsim::real::ComputeContext& c) override {
     seen_ = 0;
     inner_->begin(c);
+    ahead_ = ppsim::real::gpu::GpuRuntime::instance().gates().armed();
   }
   void run(int rank, const ppsim::schedules::Op& op, double start, double duration, double blocked,
            std::span<ppsim::real::Buffer* const> in,
            std::span<ppsim::real::Buffer* const> out) override {
-    if (rank == 1 && ++seen_ == 3) {
+    if (rank == 1 && ++seen_ == (ahead_ ? 2 : 3)) {
       auto& rt = ppsim::real::gpu::GpuRuntime::instance();
       rt.bind(rank);
       const CUresult r =
@@ -116,6 +119,10 @@ class StallingCompute final : public ppsim::real::Compute {
     inner_->run(rank, op, start, duration, blocked, in, out);
   }
   std::vector<std::string> report() const override { return inner_->report(); }
+  std::optional<std::pair<double, double>> span(int rank) const override {
+    return inner_->span(rank);
+  }
+  void end() override { inner_->end(); }
   bool holds_memory() const override { return inner_->holds_memory(); }
   bool may_hang() const override { return inner_->may_hang(); }
 
@@ -123,6 +130,7 @@ class StallingCompute final : public ppsim::real::Compute {
   std::unique_ptr<ppsim::real::Compute> inner_;
   std::uint32_t* flag_;
   int seen_ = 0;
+  bool ahead_ = false;
 };
 
 // ctest gpu.stall (a process of its own: a GPU that hangs may take the process with it). A GPU op
@@ -222,12 +230,22 @@ int main(int argc, char** argv) {
     for (const auto& r : cmp.ranks)
       inflight = inflight && r.predicted_inflight == r.measured_inflight;
     check(inflight, fmt::format("{}: in-flight peaks equal", bundled));
-    bool stash_ok = false;
+    bool stash_ok = false, partitioned = false, ahead = false;
     for (const auto& line : ex.notes) {
       std::printf("     %s\n", line.c_str());
       if (line.find("stash peaks equal yes") == 0) stash_ok = true;
+      if (line.find("gpu ") == 0 && line.find("green contexts") != std::string::npos)
+        partitioned = true;
+      if (line.find("launched ahead ") == 0 && line.find("launched ahead   no") != 0 &&
+          line.find("launched ahead   0 of") != 0)
+        ahead = true;
     }
     check(stash_ok, fmt::format("{}: device stash peaks equal the prediction", bundled));
+    // Each rank in a green context of its own: every op after a rank's first is enqueued during
+    // the previous op's call, behind its transfers' flags (PPSIM_LAUNCH_AHEAD=0 turns it off).
+    const char* off = std::getenv("PPSIM_LAUNCH_AHEAD");
+    if (partitioned && !(off && std::string(off) == "0"))
+      check(ahead, fmt::format("{}: ops launched ahead behind their transfers' flags", bundled));
   }
 
   // The all-blocking 1F1B hangs on the GPU as the simulator predicts; the watchdog stops it.

@@ -5,9 +5,11 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ppsim/config/config.hpp"
@@ -39,6 +41,12 @@ class Compute {
   // executor stops the run cleanly and reports the rank and op).
   virtual void run(int rank, const schedules::Op& op, double start, double duration, double blocked,
                    std::span<Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
+  // The span (seconds on the run clock) of the op `rank`'s last run() call ran, where the compute
+  // knows it better than that call's start and return: a GPU's own times for an op it launched
+  // before the call. Called by the rank's thread after run() returns.
+  virtual std::optional<std::pair<double, double>> span(int /*rank*/) const { return std::nullopt; }
+  // Every rank has returned: what a stopped run left waiting on the device is released.
+  virtual void end() {}
   // Lines about the last run for the report (a GPU compute: device memory, issue gaps).
   virtual std::vector<std::string> report() const { return {}; }
   // True when its ops allocate the real memory themselves (a GPU compute's device stashes): the
