@@ -28,6 +28,23 @@ def load(folder, name):
     return j, int(code), err
 
 
+def verdict_case(folder, name, label, want_code, outcome, makespan):
+    """The line on a run whose outcome and verdict are checked, and whether it passed."""
+    j, code, err = load(folder, name)
+    good = (code == want_code and j is not None and j["outcome"] == outcome
+            and j["comparison"]["verdicts_agree"])
+    if j:
+        c = j["comparison"]
+        text = (f"outcome `{j['outcome']}`, measured {c['measured_verdict']}, predicted "
+                f"{c['predicted_verdict']}")
+        text += (f", makespan {c['predicted_makespan']:.3f} / {c['measured_makespan']:.3f} ms "
+                 f"({100 * c['makespan_error']:+.2f}%)" if makespan
+                 else f", agree: {c['verdicts_agree']}")
+    else:
+        text = f"exit {code}: {err[:200]}"
+    return f"{label}: {text} ({'pass' if good else 'FAIL'}).", good
+
+
 def note(j, prefix):
     for line in j.get("backend_notes", []):
         if line.startswith(prefix):
@@ -125,25 +142,13 @@ def main():
             "| schedule | M | makespan ms predicted / measured (error) | bubble predicted / "
             "measured (diff) | op start error ms median / p95 | stash peaks equal | issue gap "
             "us median / p95 | |", "|---|---|---|---|---|---|---|---|"] + rows + [""]
-    j, code, err = load(a.folder, "hang-1f1b-blocking")
-    hang_ok = (code == 1 and j is not None and j["outcome"] == "hang"
-               and j["comparison"]["verdicts_agree"])
-    ok = ok and hang_ok
-    doc += ["All-blocking 1F1B (P=4, M=8) on the GPU: " +
-            (f"outcome `{j['outcome']}`, measured {j['comparison']['measured_verdict']}, predicted "
-             f"{j['comparison']['predicted_verdict']}, agree: {j['comparison']['verdicts_agree']}"
-             if j else f"exit {code}: {err[:200]}") + f" ({'pass' if hang_ok else 'FAIL'}).", ""]
-    j, code, err = load(a.folder, "eager-1f1b-blocking")
-    eager_ok = (code == 0 and j is not None and j["outcome"] == "finished"
-                and j["comparison"]["verdicts_agree"])
-    ok = ok and eager_ok
-    doc += ["The same program with eager sends (`--set comm.eager_limit=` the message size): " +
-            (f"outcome `{j['outcome']}`, measured {j['comparison']['measured_verdict']}, predicted "
-             f"{j['comparison']['predicted_verdict']}, makespan "
-             f"{j['comparison']['predicted_makespan']:.3f} / "
-             f"{j['comparison']['measured_makespan']:.3f} ms "
-             f"({100 * j['comparison']['makespan_error']:+.2f}%)"
-             if j else f"exit {code}: {err[:200]}") + f" ({'pass' if eager_ok else 'FAIL'}).", ""]
+    for name, label, want_code, outcome, makespan in (
+            ("hang-1f1b-blocking", "All-blocking 1F1B (P=4, M=8) on the GPU", 1, "hang", False),
+            ("eager-1f1b-blocking", "The same program with eager sends (`--set comm.eager_limit=` "
+             "the message size)", 0, "finished", True)):
+        line, good = verdict_case(a.folder, name, label, want_code, outcome, makespan)
+        ok = ok and good
+        doc += [line, ""]
     for n in names:
         if n.startswith("nccl-1f1b"):
             j, code, err = load(a.folder, n)
