@@ -2,10 +2,12 @@
 // the same verdict (finishes / deadlocks, with the same ranks stuck on the same ops), the same
 // hazards at the same ops, and the same peak in-flight microbatches and peak memory per rank.
 #include <fmt/format.h>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -440,6 +442,55 @@ TEST_CASE("Compute::run is told how long its rank waited on communication since 
     }
   }
   CHECK(waited > 0);  // the last rank waits for its first forward, at least
+}
+
+namespace {
+// Reports its own span for every op (a GPU's times for an op it launched before the call): 1 ms
+// before the call to 2 ms after it; counts the runs that ended.
+class SpanReportingCompute : public real::Compute {
+ public:
+  void begin(const real::ComputeContext& c) override {
+    clock_ = &c.clock;
+    calls_.assign(static_cast<std::size_t>(c.program.ranks()), 0.0);
+  }
+  void run(int rank, const schedules::Op&, double, double, double, std::span<real::Buffer* const>,
+           std::span<real::Buffer* const>) override {
+    calls_[static_cast<std::size_t>(rank)] = clock_->now();
+  }
+  std::optional<std::pair<double, double>> span(int rank) const override {
+    const double at = calls_[static_cast<std::size_t>(rank)];
+    return std::pair{at - 1e-3, at + 2e-3};
+  }
+  void end() override { ++ended; }
+  static inline std::atomic<int> ended{0};
+
+ private:
+  const real::RunClock* clock_ = nullptr;
+  std::vector<double> calls_;  // each rank's own slot
+};
+}  // namespace
+
+TEST_CASE("A compute that knows its ops' spans gives them to the run record; end() once a run",
+          "[real][threads]") {
+  add_compute_once<SpanReportingCompute>("test-spans", "reports its own spans");
+  real::Settings s = untimed();
+  s.compute = "test-spans";
+  s.iterations = 2;
+  s.warmup = 1;
+  SpanReportingCompute::ended = 0;
+  const real::Execution ex = real::execute(
+      prepared_of(test::lowered("1f1b", 4, 8, 1, "async"), test::uniform(4, 1, 2)), {s});
+  REQUIRE(ex.outcome == real::Outcome::finished);
+  REQUIRE(ex.record.trace);
+  CHECK(SpanReportingCompute::ended == 3);  // the warmup and both iterations
+  const double unit = 1e-3;                 // seconds per trace time unit when the time scale is 0
+  int computes = 0;
+  for (const auto& span : ex.record.trace->spans) {
+    if (span.kind != record::SpanKind::compute) continue;
+    ++computes;
+    CHECK(span.end - span.start == Approx(3e-3 / unit));  // the compute's, not the call's
+  }
+  CHECK(computes == 4 * 8 * 2);
 }
 
 TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
