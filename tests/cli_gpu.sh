@@ -64,6 +64,10 @@ else
     # machine, reported before the device is looked for.
     expect 2 real "$SRC/configs/1f1b.json" --compute cuda --time-scale 0
     contains "key 'model'"
+    # The cuda backend runs the mpi model only: a config of the nccl model is refused, named.
+    expect 2 real "$SRC/configs/1f1b.json" --backend cuda --time-scale 0 \
+      --set comm.semantics=nccl
+    contains "key 'comm.semantics': the cuda backend has MPI's point-to-point semantics"
   fi
 fi
 exit $fail

@@ -85,6 +85,12 @@ class CudaTransport final : public Transport {
     stop_progress();
     ctx_.emplace(c);
     R_ = c.program.ranks();
+    if (c.network.semantics == config::P2pSemantics::nccl)
+      throw config::ConfigError(
+          "", "comm.semantics",
+          "the cuda backend has MPI's point-to-point semantics (\"mpi\"): every posted request "
+          "progresses on its own; NCCL's (\"nccl\": kernels in stream order, groups) run on the "
+          "host backend, or with one GPU per rank on nccl");
     eager_ = c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit;
     GpuRuntime::instance().layout(R_, true);
     fifo_ = c.network.matching == config::Matching::fifo;
