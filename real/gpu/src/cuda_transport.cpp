@@ -138,15 +138,11 @@ class CudaTransport final : public Transport {
       l.recvs.clear();
     }
     tag_slot_.clear();
-    // The flags of this run's transfers (under the nccl model nothing is launched ahead: its
-    // waits are not only those of a transfer's own requests).
+    // The flags of this run's transfers.
     gates_ = nullptr;
-    if (c.network.semantics == config::P2pSemantics::mpi) {
-      std::vector<std::size_t> ops(static_cast<std::size_t>(R_));
-      for (int r = 0; r < R_; ++r) ops[static_cast<std::size_t>(r)] = c.program.ops(r).size();
-      StreamGates& g = GpuRuntime::instance().gates();
-      if (g.arm(ops, device_stalled())) gates_ = &g;
-    }
+    std::vector<std::size_t> ops(static_cast<std::size_t>(R_));
+    for (int r = 0; r < R_; ++r) ops[static_cast<std::size_t>(r)] = c.program.ops(r).size();
+    if (StreamGates& g = GpuRuntime::instance().gates(); g.arm(ops, device_stalled())) gates_ = &g;
     waiting_.assign(static_cast<std::size_t>(R_), nullptr);
     cvs_ = std::vector<std::condition_variable>(static_cast<std::size_t>(R_));
     aborted_ = false;
