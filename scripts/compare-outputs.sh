@@ -2,7 +2,9 @@
 # Byte-compares what two ppsim builds print: `run --json` and `check` of every config in configs/,
 # then N random variations of them (schedule, ranks, microbatches, chunks, comm style, prefetch,
 # matching, split backward) and random custom op lists made from the `export` of those programs
-# with their request ids shuffled, ops dropped or duplicated. Exit 1 at the first difference.
+# with their request ids shuffled, ops dropped or duplicated; and every config with 16384
+# microbatches, large enough for lowering and validation to run on several threads. Exit 1 at the
+# first difference.
 # Usage: scripts/compare-outputs.sh OLD_PPSIM NEW_PPSIM [N=200] [SEED=1]
 set -euo pipefail
 OLD=$1 NEW=$2 N=${3:-200} SEED=${4:-1}
@@ -28,6 +30,11 @@ same() {  # the ppsim arguments; compares stdout, stderr and exit status
 for cfg in "$SRC"/configs/*.json; do
   same run "$cfg" --json
   same check "$cfg"
+done
+# Large enough that lowering and validation run on several threads (a config whose schedule
+# cannot take the override fails alike in both).
+for cfg in "$SRC"/configs/*.json; do
+  same run "$cfg" --json --set schedule.microbatches=16384
 done
 
 python3 - "$N" "$SEED" "$TMP" "$NEW" "$SRC" <<'PY' >"$TMP/list"

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ppsim/schedules/error.hpp"
+#include "ppsim/schedules/rank_blocks.hpp"
 
 namespace ppsim::schedules {
 
@@ -78,13 +79,17 @@ Program lower(const Program& compute, const LoweringOptions& options) {
   if (style->lower_program) return style->lower_program(compute, options, params);
   Program out(compute.microbatches(), compute.placement(), compute.routes());
   out.ensure_ranks(compute.ranks());
-  for (int r = 0; r < compute.ranks(); ++r) {
-    out.reserve(r, compute.ops(r).size() * 4);
-    RankLowering l(compute, out, r, params, options.groups);
-    style->lower_rank(l);
-    // No shrink_to_fit: the reserve's untouched tail costs no memory, and the copy cost time
-    // and page faults.
-  }
+  // Ranks are lowered independently (each writes only its own lists), on several threads when the
+  // program is large enough for that to pay.
+  for_rank_blocks(rank_blocks(compute, options.threads), [&](std::size_t, int first, int end) {
+    for (int r = first; r < end; ++r) {
+      out.reserve(r, compute.ops(r).size() * 4);
+      RankLowering l(compute, out, r, params, options.groups);
+      style->lower_rank(l);
+      // No shrink_to_fit: the reserve's untouched tail costs no memory, and the
+      // copy cost time and page faults.
+    }
+  });
   return out;
 }
 

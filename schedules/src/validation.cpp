@@ -1,6 +1,7 @@
 #include "ppsim/schedules/validation.hpp"
 
 #include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/schedules/rank_blocks.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
 #include <fmt/format.h>
@@ -25,22 +26,55 @@ constexpr std::size_t kMaxDiagnostics = 1000;
 constexpr std::int32_t kNone = -2;     // no such op seen yet
 constexpr std::int32_t kSettled = -1;  // blocking op, or async op already waited
 
+struct Counts {
+  std::uint8_t f = 0, b = 0, i = 0, w = 0;
+};
+
+// What validation records per (stage, microbatch) cell and per tensor. Ranks share these tables
+// but never an entry: a cell belongs to the rank of its stage, a tensor's send side to the
+// sender's rank and its receive side to the receiver's, and an op is only recorded once it is
+// known to be on its stage's rank. So ranks can be checked on several threads at once.
+struct Tables {
+  explicit Tables(const Semantics& sem)
+      : counts(huge_vector(sem.cell_count(), Counts{})),
+        send_state(huge_vector(sem.tensor_count(), kNone)),
+        recv_state(huge_vector(sem.tensor_count(), kNone)),
+        send_pos(huge_vector(sem.tensor_count(), std::int32_t{-1})),
+        recv_pos(huge_vector(sem.tensor_count(), std::int32_t{-1})) {}
+  std::vector<Counts> counts;
+  std::vector<std::int32_t> send_state, recv_state;
+  std::vector<std::int32_t> send_pos, recv_pos;  // the op that sent / received each tensor
+};
+
+// Checks ranks into its own list of diagnostics; `absorb` appends another checker's list as if
+// its ranks had been checked here, after this one's.
 class Validator {
  public:
-  Validator(const Program& p, const ValidateOptions& o)
+  Validator(const Program& p, const ValidateOptions& o, const Semantics& sem, Tables& tables)
       : p_(p),
         o_(o),
-        sem_(p),
+        sem_(sem),
         S_(p.stages()),
         M_(p.microbatches()),
-        counts_(huge_vector(sem_.cell_count(), Counts{})),
-        send_state_(huge_vector(sem_.tensor_count(), kNone)),
-        recv_state_(huge_vector(sem_.tensor_count(), kNone)),
-        send_pos_(huge_vector(sem_.tensor_count(), std::int32_t{-1})),
-        recv_pos_(huge_vector(sem_.tensor_count(), std::int32_t{-1})) {}
+        counts_(tables.counts),
+        send_state_(tables.send_state),
+        recv_state_(tables.recv_state),
+        send_pos_(tables.send_pos),
+        recv_pos_(tables.recv_pos) {}
 
-  std::vector<Diagnostic> run() {
-    for (int r = 0; r < p_.ranks(); ++r) check_rank(r);
+  void check_ranks(int first, int end) {
+    for (int r = first; r < end; ++r) check_rank(r);
+  }
+  void absorb(Validator& other) {
+    for (Diagnostic& d : other.out_) {
+      if (full())
+        ++truncated_;
+      else
+        out_.push_back(std::move(d));
+    }
+    truncated_ += other.truncated_;
+  }
+  std::vector<Diagnostic> finish() {
     check_totals();
     if (truncated_ > 0)
       out_.push_back({"too_many_diagnostics", -1, -1, "",
@@ -49,9 +83,6 @@ class Validator {
   }
 
  private:
-  struct Counts {
-    std::uint8_t f = 0, b = 0, i = 0, w = 0;
-  };
   struct Request {
     std::size_t tensor;
     bool send;
@@ -551,11 +582,13 @@ class Validator {
 
   const Program& p_;
   const ValidateOptions& o_;
-  Semantics sem_;
+  const Semantics& sem_;
   int S_, M_;
-  std::vector<Counts> counts_;
-  std::vector<std::int32_t> send_state_, recv_state_;
-  std::vector<std::int32_t> send_pos_, recv_pos_;  // the op that sent / received each tensor
+  std::vector<Counts>& counts_;
+  std::vector<std::int32_t>& send_state_;
+  std::vector<std::int32_t>& recv_state_;
+  std::vector<std::int32_t>& send_pos_;  // the op that sent / received each tensor
+  std::vector<std::int32_t>& recv_pos_;
   std::vector<Diagnostic> out_;
   std::size_t truncated_ = 0;
 };
@@ -563,7 +596,18 @@ class Validator {
 }  // namespace
 
 std::vector<Diagnostic> validate(const Program& program, const ValidateOptions& options) {
-  return Validator(program, options).run();
+  const Semantics sem(program);
+  Tables tables(sem);  // after this, sem's cell index is built: the threads only read it
+  const std::vector<int> bounds = rank_blocks(program, options.threads);
+  // Each block lists at most kMaxDiagnostics of its own, so memory stays bounded in any count.
+  std::vector<Validator> blocks;
+  blocks.reserve(bounds.size() - 1);
+  for (std::size_t b = 0; b + 1 < bounds.size(); ++b)
+    blocks.emplace_back(program, options, sem, tables);
+  for_rank_blocks(bounds,
+                  [&](std::size_t b, int first, int end) { blocks[b].check_ranks(first, end); });
+  for (std::size_t b = 1; b < blocks.size(); ++b) blocks[0].absorb(blocks[b]);
+  return blocks[0].finish();
 }
 
 }  // namespace ppsim::schedules

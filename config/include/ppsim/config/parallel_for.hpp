@@ -7,21 +7,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdlib>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#include "ppsim/schedules/jobs.hpp"
 
 namespace ppsim::config {
 
 // Threads for a sweep: PPSIM_JOBS when set to a positive number, else the machine's cores.
-inline unsigned default_jobs() {
-  if (const char* env = std::getenv("PPSIM_JOBS")) {
-    const long n = std::strtol(env, nullptr, 10);
-    if (n > 0) return static_cast<unsigned>(std::min<long>(n, 256));
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+using schedules::default_jobs;
 
 template <typename Fn, typename OnClaim>
 void parallel_for(std::size_t n, unsigned threads, Fn&& f, OnClaim&& on_claim) {
@@ -30,7 +26,11 @@ void parallel_for(std::size_t n, unsigned threads, Fn&& f, OnClaim&& on_claim) {
   // The smallest index that has failed so far. Only indices above it are skipped, so every index
   // below the final one has run and the error reported does not depend on timing.
   std::atomic<std::size_t> first_failed{n};
+  const std::size_t extra = std::min<std::size_t>(threads > 0 ? threads - 1 : 0, n > 0 ? n - 1 : 0);
   auto work = [&](bool caller) {
+    // With other threads running, lowering and validation inside stay on this one.
+    std::optional<schedules::ParallelWorkScope> scope;
+    if (extra > 0) scope.emplace();
     for (;;) {
       const std::size_t i = next.fetch_add(1);
       if (i >= n || i > first_failed.load()) return;
@@ -45,7 +45,6 @@ void parallel_for(std::size_t n, unsigned threads, Fn&& f, OnClaim&& on_claim) {
       }
     }
   };
-  const std::size_t extra = std::min<std::size_t>(threads > 0 ? threads - 1 : 0, n > 0 ? n - 1 : 0);
   std::vector<std::thread> pool;
   pool.reserve(extra);
   for (std::size_t t = 0; t < extra; ++t) pool.emplace_back(work, false);

@@ -25,6 +25,10 @@ struct LoweringOptions {
   // Wrap each batch of posts in GROUP_START / GROUP_END (comm.semantics nccl, where a batch is a
   // batch_isend_irecv group); under mpi groups change nothing, so none are written.
   bool groups = false;
+  // Threads that lower ranks at once (styles with lower_rank); 0: PPSIM_JOBS or the machine's
+  // cores, and only for programs large enough for a thread to pay. The result is the same in any
+  // count.
+  unsigned threads = 0;
 };
 
 // The transfers of one compute op: at most one per part (a composite has two), so no heap.

@@ -11,6 +11,9 @@ struct ValidateOptions {
   // NCCL (through PyTorch) keeps a send's tensor alive until its kernel is done, so freeing it
   // before the WAIT is no hazard there (comm.semantics nccl); Gloo and MPI-like transports abort.
   bool send_buffers_released_early = false;
+  // Threads that check ranks at once; 0: PPSIM_JOBS or the machine's cores, and only for programs
+  // large enough for a thread to pay. The diagnostics are the same in any count.
+  unsigned threads = 0;
 };
 
 // Every (stage, microbatch) has one F and one B or one I + one W, in a legal order on the right
