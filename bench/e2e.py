@@ -5,7 +5,9 @@ Every case runs the built `ppsim` binary as a child process (the code path users
 wall time comes from a monotonic clock around fork..wait4, CPU time (user + system) and peak RSS
 (ru_maxrss) from the child's rusage as wait4 returns it. The best wall and best CPU time of the N
 runs are reported, and the largest peak RSS. On a shared machine wall time depends on the other
-processes; CPU time much less, so the time targets are judged on CPU time.
+processes; CPU time much less. Each time target is judged on both: CPU time is what the work
+costs, wall time is what the user waits (lowering and validation run on all cores, so it can be
+the smaller).
 
 The "simulator alone" row runs ppsim_bench_sim's P=256 metrics-only case (sim::simulate of a
 program generated and lowered before the clock starts).
@@ -78,6 +80,7 @@ def measure(ppsim, case, ext, reps, tmp):
               "reps": reps, "wall_seconds": walls, "cpu_seconds": cpus, "best_wall": min(walls),
               "best_cpu": best_cpu, "peak_rss_bytes": peak, "target_seconds": target_s,
               "target_mib": target_mib, "time_met": best_cpu <= target_s,
+              "time_met_wall": min(walls) <= target_s,
               "memory_met": target_mib is None or peak <= target_mib * MIB}
     if size is not None:
         result["file_bytes"] = size
@@ -101,29 +104,32 @@ def fmt_bytes(n):
 
 
 def table(results):
-    rows = [("case", "best CPU s", "best wall s", "peak RSS", "file", "target", "met")]
+    rows = [("case", "best CPU s", "best wall s", "peak RSS", "file", "target", "met (CPU)",
+             "met (wall)")]
     notes = []  # why a case failed, under the table: a long message would widen a column
     for r in results:
         if not r["ok"]:
             notes.append(f"[{len(notes) + 1}] {r['case']}: {r.get('problem', '')}")
-            rows.append((r["case"], f"FAILED [{len(notes)}]", "", "", "", "", "no"))
+            rows.append((r["case"], f"FAILED [{len(notes)}]", "", "", "", "", "no", "no"))
             continue
         if "mops_cpu" in r:
             rows.append((r["case"], f"{r['mops_cpu']:.2f} Mops/s", f"{r['mops_wall']:.2f} Mops/s",
-                         "", "", f">= {r['target_mops']:g} Mops/s (CPU)",
-                         "yes" if r["time_met"] else "no"))
+                         "", "", f">= {r['target_mops']:g} Mops/s",
+                         "yes" if r["time_met"] else "no",
+                         "yes" if r["mops_wall"] >= r["target_mops"] else "no"))
             continue
         target = f"<= {r['target_seconds']:g} s"
         if r["target_mib"] is not None:
             target += f", <= {r['target_mib']} MiB"
-        if r["target_mib"] is None:  # no memory figure to meet
-            met = "yes" if r["time_met"] else "no"
-        else:
-            met = "yes" if r["time_met"] and r["memory_met"] else (
-                "time only" if r["time_met"] else ("memory only" if r["memory_met"] else "no"))
+        def met(time_met):
+            if r["target_mib"] is None:  # no memory figure to meet
+                return "yes" if time_met else "no"
+            return "yes" if time_met and r["memory_met"] else (
+                "time only" if time_met else ("memory only" if r["memory_met"] else "no"))
         rows.append((r["case"], f"{r['best_cpu']:.3f}", f"{r['best_wall']:.3f}",
                      fmt_bytes(r["peak_rss_bytes"]),
-                     fmt_bytes(r["file_bytes"]) if "file_bytes" in r else "", target, met))
+                     fmt_bytes(r["file_bytes"]) if "file_bytes" in r else "", target,
+                     met(r["time_met"]), met(r["time_met_wall"])))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for k, row in enumerate(rows):
@@ -179,7 +185,7 @@ def main():
         return
     print(f"ppsim end to end: best of {args.reps} runs per case, {args.trace_reps} per trace case "
           f"({os.cpu_count()} cpus, "
-          f"load {os.getloadavg()[0]:.2f}); time targets judged on CPU time (user + sys)")
+          f"load {os.getloadavg()[0]:.2f}); time targets judged on CPU time (user + sys) and on wall time")
     print()
     print(table(results))
 

@@ -3,7 +3,7 @@
 # @@NAME@@ line of the template is replaced by the output of the command of that name below, so
 # the figures in the document are what the benchmarks printed, never typed by hand.
 # Usage: [BASE=OLD_BUILD_DIR [BASE_TRACE_FORMATS=json,pftrace]] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
-#        ppsim, ppsim_bench_sim and ppsim_bench_event_loop built). Prints the tables too.
+#        ppsim, ppsim_bench_sim, ppsim_bench_phases and ppsim_bench_event_loop built). Prints the tables too.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build-rel}" && pwd)
@@ -29,10 +29,18 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
+  run ROUND6 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 2 --reps 5
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
   echo "(no BASE build given to bench/run.sh)" >"$TMP/E2EBASE"
+  echo "(no BASE build given to bench/run.sh)" >"$TMP/ROUND6"
 fi
 run SIM "$BUILD/bench/ppsim_bench_sim" --reps "$REPS"
+# Phase by phase, on all cores and on one (lowering and validation use the cores).
+P64="configs/1f1b.json --set schedule.ranks=64 --set schedule.microbatches=1024"
+P256="configs/interleaved-1f1b.json --set schedule.ranks=256 --set schedule.microbatches=4096"
+run PHASES64 "$BUILD/bench/ppsim_bench_phases" $P64 --reps $((REPS + 2))
+run PHASES256 "$BUILD/bench/ppsim_bench_phases" $P256 --reps "$REPS"
+run PHASES256J1 env PPSIM_JOBS=1 "$BUILD/bench/ppsim_bench_phases" $P256 --reps "$REPS"
 run LOOP256 "$BUILD/bench/ppsim_bench_event_loop" --ranks 256 --ops 65536 --reps "$REPS"
 run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$REPS"
 run COMPARE bench/compare_threads.sh "$BUILD/cli/ppsim"
