@@ -40,7 +40,8 @@ P64="configs/1f1b.json --set schedule.ranks=64 --set schedule.microbatches=1024"
 P256="configs/interleaved-1f1b.json --set schedule.ranks=256 --set schedule.microbatches=4096"
 run PHASES64 "$BUILD/bench/ppsim_bench_phases" $P64 --reps $((REPS + 2))
 run PHASES256 "$BUILD/bench/ppsim_bench_phases" $P256 --reps "$REPS"
-run PHASES256J1 env PPSIM_JOBS=1 "$BUILD/bench/ppsim_bench_phases" $P256 --reps "$REPS"
+run PHASESAB python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS"
+run PHASESAB64 python3 bench/ab_phases.py "$BUILD" $P64 --rounds 3 --reps $((REPS + 2))
 run LOOP256 "$BUILD/bench/ppsim_bench_event_loop" --ranks 256 --ops 65536 --reps "$REPS"
 run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$REPS"
 run COMPARE bench/compare_threads.sh "$BUILD/cli/ppsim"

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Lowering and validation on all cores against one: ppsim_bench_phases with PPSIM_JOBS unset and
+PPSIM_JOBS=1, taken in turns for N rounds (the machine's speed drifts), printed as a markdown
+table of the best wall and CPU seconds of prepare + validate and of simulate.
+
+  bench/ab_phases.py BUILD_DIR CONFIG [--set KEY=VALUE]... [--rounds N] [--reps N]
+"""
+import argparse
+import json
+import os
+import subprocess
+
+
+def run(binary, args, reps, jobs):
+    env = dict(os.environ)
+    env.pop("PPSIM_JOBS", None)
+    if jobs:
+        env["PPSIM_JOBS"] = str(jobs)
+    out = subprocess.run([binary] + args + ["--reps", str(reps), "--json"], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("config")
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    binary = os.path.join(a.build, "bench", "ppsim_bench_phases")
+    args = [a.config] + [x for kv in a.set for x in ("--set", kv)]
+    print(f"ppsim_bench_phases {' '.join(args)}: best of {a.reps} per cell, "
+          f"{a.rounds} rounds in turns, {os.cpu_count()} cpus")
+    print()
+    print("| round | threads | prepare + validate, wall s | CPU s | simulate, wall s |")
+    print("|---|---|---|---|---|")
+    for k in range(a.rounds):
+        for jobs, label in ((1, "1 (PPSIM_JOBS=1)"), (None, f"{os.cpu_count()} (default)")):
+            p = run(binary, args, a.reps, jobs)
+            wall = p["prepare"]["wall_s"] + p["validate"]["wall_s"]
+            cpu = p["prepare"]["cpu_s"] + p["validate"]["cpu_s"]
+            print(f"| {k + 1} | {label} | {wall:.3f} | {cpu:.3f} | {p['simulate']['wall_s']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
