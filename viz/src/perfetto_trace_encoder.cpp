@@ -259,7 +259,9 @@ class PerfettoEncoder : public TraceEncoder {
     std::uint64_t uuid = 0;
     bool described = false;
     std::uint64_t counters[2] = {0, 0};
-    std::vector<Track> tracks;  // by tid
+    // (tid, track), sorted by tid: a rank has a track per peer it talks to, and a table by tid
+    // would hold an entry per rank of the run on every rank (24 GB at 200,000 ranks).
+    std::vector<std::pair<int, Track>> tracks;
   };
 
   Process& proc(int pid) {
@@ -271,9 +273,10 @@ class PerfettoEncoder : public TraceEncoder {
   }
   Track& track(int pid, int tid) {
     Process& p = proc(pid);
-    const auto i = static_cast<std::size_t>(tid);
-    if (i >= p.tracks.size()) p.tracks.resize(i + 1);
-    return p.tracks[i];
+    auto it = std::lower_bound(p.tracks.begin(), p.tracks.end(), tid,
+                               [](const auto& entry, int t) { return entry.first < t; });
+    if (it == p.tracks.end() || it->first != tid) it = p.tracks.insert(it, {tid, Track{}});
+    return it->second;
   }
   void add_lane(int pid, int tid, Track& t) {
     if (t.name.empty()) t.name = "thread " + std::to_string(tid);

@@ -3,6 +3,7 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "trace_encoder.hpp"
@@ -228,10 +229,9 @@ void TraceStream::on_post(int rank, int pos, double time) {
 
 void TraceStream::name_thread(int rank, int tid, std::string_view head, int peer) {
   RankState& rs = rank_state(rank);
-  const auto i = static_cast<std::size_t>(tid);
-  if (i >= rs.named.size()) rs.named.resize(i + 1, false);
-  if (rs.named[i]) return;
-  rs.named[i] = true;
+  const auto it = std::lower_bound(rs.named.begin(), rs.named.end(), tid);
+  if (it != rs.named.end() && *it == tid) return;
+  rs.named.insert(it, tid);
   enc_->thread(pid_base_ + rank, tid, head, fmt::format(FMT_COMPILE("{}"), peer));
 }
 

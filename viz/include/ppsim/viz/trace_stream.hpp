@@ -70,7 +70,9 @@ class TraceStream : public record::Observer {
     double last_start = 0;
     std::int64_t memory = -1;  // the last counter values written (-1: none yet)
     int inflight = -1;
-    std::vector<bool> named;  // send/recv threads named so far, by tid
+    // Send/recv threads named so far (tids, sorted): a rank has few peers, and a table by tid
+    // would hold a bit per rank of the run on every rank (5 GB at 200,000 ranks).
+    std::vector<int> named;
     record::RankTimeline timeline;
     bool ended = false;
   };
