@@ -520,7 +520,7 @@ TEST_CASE("ppsim run --trace streams each format; the file matches the in-proces
 
 TEST_CASE("a rank's transfer tracks are kept per peer, not per rank of the run", "[trace]") {
   // Track ids grow with the peer's rank number. Both writers once kept a table by track id on
-  // every rank: 5 GB for the JSON form and 24 GB for the Perfetto form at 200,000 ranks, and
+  // every rank: 5 GiB for the JSON form and 23 GiB for the Perfetto form at 200,000 ranks, and
   // 22 GB of Perfetto tracks already at the 20,000 here.
   const int P = 20000;
   const config::Config config = bench_like("1f1b", P, 1, 1, "blocking");

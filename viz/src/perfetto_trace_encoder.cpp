@@ -260,7 +260,7 @@ class PerfettoEncoder : public TraceEncoder {
     bool described = false;
     std::uint64_t counters[2] = {0, 0};
     // (tid, track), sorted by tid: a rank has a track per peer it talks to, and a table by tid
-    // would hold an entry per rank of the run on every rank (24 GB at 200,000 ranks).
+    // would hold an entry per rank of the run on every rank (23 GiB at 200,000 ranks).
     std::vector<std::pair<int, Track>> tracks;
   };
 

@@ -71,7 +71,7 @@ class TraceStream : public record::Observer {
     std::int64_t memory = -1;  // the last counter values written (-1: none yet)
     int inflight = -1;
     // Send/recv threads named so far (tids, sorted): a rank has few peers, and a table by tid
-    // would hold a bit per rank of the run on every rank (5 GB at 200,000 ranks).
+    // would hold a bit per rank of the run on every rank (5 GiB at 200,000 ranks).
     std::vector<int> named;
     record::RankTimeline timeline;
     bool ended = false;
