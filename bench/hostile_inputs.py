@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Hostile-input harness (issue 6): generates a few hundred hostile inputs of at most 1 MB into a
-temporary directory and runs `ppsim check`, `ppsim run --json` and `ppsim run --trace` on each,
-under `timeout` and `/usr/bin/time -f '%e %M'`. Run through bench/hostile_inputs.sh.
+temporary directory and runs `ppsim check`, `ppsim run --json` and `ppsim run --trace` (a `.json`
+and a `.pftrace` file) on each, under `timeout` and `/usr/bin/time -f '%e %M'`. Run through
+bench/hostile_inputs.sh.
 
     hostile_inputs.py PPSIM [--jobs N] [--timeout S] [--only SUBSTRING] [--keep DIR]
 
@@ -237,9 +238,10 @@ def run_one(ppsim, case, sub, tmo, work):
         args += ["check", path]
     elif sub == "run-json":
         args += ["run", "--json", path]
-    else:
+    else:  # run-trace (Chrome JSON) or run-pftrace (Perfetto protobuf)
         tdir = tempfile.mkdtemp(dir=work, prefix="trace-")
-        args += ["run", path, "--trace", os.path.join(tdir, "trace.json")]
+        trace_name = "trace.pftrace" if sub == "run-pftrace" else "trace.json"
+        args += ["run", path, "--trace", os.path.join(tdir, trace_name)]
     for s in sets:
         args += ["--set", s]
     tf = tempfile.NamedTemporaryFile(dir=work, delete=False)
@@ -279,11 +281,12 @@ def run_one(ppsim, case, sub, tmo, work):
     if rc in (0, 1) and sub == "run-json" and not valid_json(p.stdout):
         v.append("badjson")
     if tdir:
-        trace = os.path.join(tdir, "trace.json")
-        if rc in (0, 1) and os.path.exists(trace) and os.path.getsize(trace) < 64 * MB:
+        trace = os.path.join(tdir, trace_name)
+        if (sub == "run-trace" and rc in (0, 1) and os.path.exists(trace) and
+                os.path.getsize(trace) < 64 * MB):
             if not valid_json(pathlib.Path(trace).read_bytes()):
                 v.append("badjson")
-        left = [f for f in os.listdir(tdir) if f != "trace.json"]
+        left = [f for f in os.listdir(tdir) if f != trace_name]
         if left:
             v.append("leftover")
         shutil.rmtree(tdir, ignore_errors=True)
@@ -297,7 +300,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=20)
     ap.add_argument("--only", default="")
-    ap.add_argument("--subcommands", default="check,run-json,run-trace")
+    ap.add_argument("--subcommands", default="check,run-json,run-trace,run-pftrace")
     ap.add_argument("--keep", default="")
     a = ap.parse_args()
     ppsim = os.path.abspath(a.ppsim)
