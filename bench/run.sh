@@ -29,7 +29,7 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  run ROUND6 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 2 --reps 5
+  run ROUND6 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
   echo "(no BASE build given to bench/run.sh)" >"$TMP/E2EBASE"
   echo "(no BASE build given to bench/run.sh)" >"$TMP/ROUND6"
