@@ -216,6 +216,7 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     const bool invalid = want_trace && (stream ? !a.metrics : !a.trace);
     if (invalid) {
       // No picture of a program that cannot run; whatever was at the paths stays.
+      streamed.reset();  // its writer thread is done with the file before the file goes
       if (trace) trace->abandon();
       if (svg) svg->abandon();
       code = kWrong;

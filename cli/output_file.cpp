@@ -107,8 +107,21 @@ mode_t current_umask() {  // the CLI is single-threaded; there is no way to read
 
 // ---- FdStreamBuf ----
 
-FdStreamBuf::FdStreamBuf(int fd, std::size_t buffer_size) : fd_(fd), buffer_(buffer_size) {
+FdStreamBuf::FdStreamBuf(int fd, std::size_t buffer_size, bool early_writeback)
+    : fd_(fd), buffer_(buffer_size), early_writeback_(early_writeback) {
   setp(buffer_.data(), buffer_.data() + buffer_.size());
+}
+
+// A 2.6 GB trace took about 1 s in fsync after it was written; started as it goes, the disk
+// writes overlap the run. Only a hint: a failure here shows in write() or fsync() anyway.
+void FdStreamBuf::start_writeback() {
+  constexpr std::size_t kEvery = std::size_t{32} << 20;
+  if (!early_writeback_ || written_ - writeback_ < kEvery) return;
+#ifdef __linux__
+  ::sync_file_range(fd_, static_cast<off_t>(writeback_), static_cast<off_t>(written_ - writeback_),
+                    SYNC_FILE_RANGE_WRITE);
+#endif
+  writeback_ = written_;
 }
 
 FdStreamBuf::~FdStreamBuf() {
@@ -126,8 +139,10 @@ bool FdStreamBuf::write_all(const char* data, std::size_t size) {
     } else {
       data += n;
       size -= static_cast<std::size_t>(n);
+      written_ += static_cast<std::size_t>(n);
     }
   }
+  start_writeback();
   return error_ == 0;
 }
 
@@ -237,7 +252,7 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
           fmt::format("{}: cannot set the mode of {}: {}", shown, temp_, reason(err)));
     }
   }
-  buf_ = std::make_unique<FdStreamBuf>(fd_);
+  buf_ = std::make_unique<FdStreamBuf>(fd_, std::size_t{1} << 16, mode_ == OutputMode::replace);
   stream_ = std::make_unique<std::ostream>(buf_.get());
 }
 

@@ -22,7 +22,9 @@ class OutputError : public std::runtime_error {
 // ofstream loses it). It does not own the descriptor.
 class FdStreamBuf : public std::streambuf {
  public:
-  explicit FdStreamBuf(int fd, std::size_t buffer_size = 1 << 16);
+  // early_writeback: the descriptor is a regular file that will be fsync'ed; the disk writes of
+  // what is written start every few MiB, so that the fsync finds little left to wait for.
+  explicit FdStreamBuf(int fd, std::size_t buffer_size = 1 << 16, bool early_writeback = false);
   ~FdStreamBuf() override;
   FdStreamBuf(const FdStreamBuf&) = delete;
   FdStreamBuf& operator=(const FdStreamBuf&) = delete;
@@ -43,9 +45,14 @@ class FdStreamBuf : public std::streambuf {
  private:
   bool write_all(const char* data, std::size_t size);
 
+  void start_writeback();
+
   int fd_;
   int error_ = 0;
   std::vector<char> buffer_;
+  bool early_writeback_;
+  std::size_t written_ = 0;    // bytes written to fd_
+  std::size_t writeback_ = 0;  // bytes whose writeback has been started
 };
 
 // How the target of an OutputFile is written.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -175,4 +176,33 @@ TEST_CASE("excerpt cuts long tokens and escapes binary bytes") {
   CHECK(printable(std::string(5, '\0'), 3) == "\\x00\\x00\\x00…");
   CHECK(ppsim::cli::shorten_long_words("bad: " + std::string(200, 'z') + " end") ==
         "bad: " + std::string(80, 'z') + "… end");
+}
+
+TEST_CASE("OutputFile writes a file of many writeback intervals whole") {
+  // Past every 32 MiB the disk writes of what came before are started (a hint to the kernel):
+  // the bytes must still all arrive, in order.
+  TempDir dir;
+  const auto target = dir.path / "big.bin";
+  std::string chunk(std::size_t{3} << 20, '\0');
+  std::uint64_t x = 88172645463325252ull;
+  std::uint64_t sum = 0;
+  {
+    OutputFile out(target.string());
+    for (int i = 0; i < 30; ++i) {  // 90 MiB in writes of 3 MiB, then one small tail
+      for (auto& c : chunk) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        c = static_cast<char>(x);
+        sum = sum * 31 + static_cast<unsigned char>(c);
+      }
+      out.stream().write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    }
+    out.stream() << "end";
+    out.commit();
+  }
+  for (char c : std::string("end")) sum = sum * 31 + static_cast<unsigned char>(c);
+  const std::string got = slurp(target);
+  REQUIRE(got.size() == 30 * chunk.size() + 3);
+  std::uint64_t check = 0;
+  for (char c : got) check = check * 31 + static_cast<unsigned char>(c);
+  CHECK(check == sum);
 }

@@ -469,8 +469,9 @@ TEST_CASE("counters are written only when their value changes", "[trace]") {
   }
 }
 
+// [threads]: with two cores or more the file's bytes go through the background writer thread.
 TEST_CASE("a trace streamed during the run equals the one written from the recorded run",
-          "[trace]") {
+          "[trace][threads]") {
   for (const auto& path : bundled_configs()) {
     INFO(path);
     const config::Config config = config::load_config(path);

@@ -49,6 +49,9 @@ class ByteSink {
 };
 std::unique_ptr<ByteSink> make_stream_sink(std::ostream& out);
 std::unique_ptr<ByteSink> make_gzip_sink(std::ostream& out);  // gzip member, deterministic bytes
+// `inner` on a thread of its own; the bytes and their order are the same. finish() (or the first
+// write after a failure) rethrows what inner threw.
+std::unique_ptr<ByteSink> make_background_sink(std::unique_ptr<ByteSink> inner);
 
 // Times in microseconds. Names come in two parts (head + name) so callers need not join them.
 class TraceEncoder {

@@ -1,7 +1,16 @@
-// Byte sinks of streamed traces: straight to the stream, or through zlib's gzip encoder.
+// Byte sinks of streamed traces: straight to the stream, or through zlib's gzip encoder; either
+// on a thread of its own.
 #include <zlib.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "trace_encoder.hpp"
@@ -67,7 +76,120 @@ class GzipSink : public ByteSink {
   std::vector<char> chunk_;
 };
 
+// Hands blocks to another sink on a thread of its own, so that the caller goes on encoding while
+// the kernel copies the last block into the file (a quarter of a large .pftrace's time) or zlib
+// compresses it. At most kDepth blocks wait: memory stays bounded however fast the caller is.
+// The inner sink is only ever used by the writer thread, and by the caller once that has ended.
+class BackgroundSink : public ByteSink {
+ public:
+  static constexpr std::size_t kBlock = std::size_t{1} << 20;
+  static constexpr std::size_t kDepth = 4;
+
+  explicit BackgroundSink(std::unique_ptr<ByteSink> inner) : inner_(std::move(inner)) {
+    try {
+      writer_ = std::thread([this] { write_blocks(); });
+    } catch (const std::system_error&) {
+      direct_ = true;  // no thread to be had: the caller writes
+    }
+    fill_.reserve(kBlock);
+  }
+  ~BackgroundSink() override {  // unfinished (an error on the way): what waits is dropped
+    {
+      std::lock_guard lock(mutex_);
+      full_.clear();
+    }
+    stop();
+  }
+
+  void write(const char* data, std::size_t size) override {
+    if (direct_) return inner_->write(data, size);
+    while (size > 0) {
+      const std::size_t n = std::min(size, kBlock - fill_.size());
+      fill_.append(data, n);
+      data += n;
+      size -= n;
+      if (fill_.size() == kBlock) hand_over();
+    }
+  }
+  void finish() override {
+    if (!direct_ && !fill_.empty()) hand_over();
+    stop();
+    if (error_) std::rethrow_exception(error_);
+    inner_->finish();
+  }
+
+ private:
+  void hand_over() {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return full_.size() < kDepth || error_; });
+    if (error_) {
+      lock.unlock();
+      stop();
+      std::rethrow_exception(error_);
+    }
+    full_.push_back(std::move(fill_));
+    if (spare_.empty()) {
+      fill_ = std::string();
+      fill_.reserve(kBlock);
+    } else {
+      fill_ = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    lock.unlock();
+    ready_.notify_one();
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    ready_.notify_one();
+    if (writer_.joinable()) writer_.join();
+  }
+  // The writer thread: blocks in order until stopped and none is left (or one failed).
+  void write_blocks() {
+    while (true) {
+      std::string block;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return !full_.empty() || done_; });
+        if (full_.empty()) return;
+        block = std::move(full_.front());
+        full_.pop_front();
+      }
+      try {
+        inner_->write(block.data(), block.size());
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+        full_.clear();
+        room_.notify_all();
+        return;
+      }
+      block.clear();
+      std::lock_guard lock(mutex_);
+      spare_.push_back(std::move(block));
+      room_.notify_all();
+    }
+  }
+
+  std::unique_ptr<ByteSink> inner_;
+  std::string fill_;  // the caller's: bytes not yet handed over
+  std::mutex mutex_;
+  std::condition_variable ready_, room_;
+  std::deque<std::string> full_;    // handed over, not yet written
+  std::vector<std::string> spare_;  // written blocks, for reuse
+  bool done_ = false;
+  std::exception_ptr error_;
+  bool direct_ = false;
+  std::thread writer_;
+};
+
 }  // namespace
+
+std::unique_ptr<ByteSink> make_background_sink(std::unique_ptr<ByteSink> inner) {
+  return std::make_unique<BackgroundSink>(std::move(inner));
+}
 
 std::unique_ptr<ByteSink> make_stream_sink(std::ostream& out) {
   return std::make_unique<StreamSink>(out);

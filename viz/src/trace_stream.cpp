@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "ppsim/schedules/jobs.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz {
@@ -121,9 +122,19 @@ TraceFormat trace_format_for(std::string_view path) {
   return TraceFormat::json;
 }
 
+namespace {
+// The file's bytes are written (and compressed) on another core where there is one: for a large
+// trace that is a quarter to most of the time. PPSIM_JOBS=1 keeps them on this thread.
+std::unique_ptr<detail::ByteSink> trace_sink(std::ostream& out, TraceFormat format) {
+  auto sink =
+      format == TraceFormat::json_gz ? detail::make_gzip_sink(out) : detail::make_stream_sink(out);
+  if (schedules::jobs_here() > 1) return detail::make_background_sink(std::move(sink));
+  return sink;
+}
+}  // namespace
+
 TraceStream::TraceStream(std::ostream& out, TraceFormat format)
-    : sink_(format == TraceFormat::json_gz ? detail::make_gzip_sink(out)
-                                           : detail::make_stream_sink(out)),
+    : sink_(trace_sink(out, format)),
       enc_(format == TraceFormat::perfetto ? detail::make_perfetto_encoder(*sink_)
                                            : detail::make_json_encoder(*sink_)) {}
 
