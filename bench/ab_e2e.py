@@ -4,6 +4,8 @@ build's runs are never all at one end of the hour), printed as one markdown tabl
 best CPU seconds per case and round.
 
   bench/ab_e2e.py BEFORE_BUILD AFTER_BUILD [--rounds N] [--reps N] [--filter TEXT]
+                  [--trace-formats json,json.gz,pftrace] [--skip TEXT]...
+(the trace cases run --reps times too; without --trace-formats they are left out)
 """
 import argparse
 import json
@@ -14,10 +16,12 @@ import sys
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(build, reps, filt):
+def run(build, args):
+    skips = [f"--skip={k}" for k in args.skip]
     out = subprocess.run([sys.executable, os.path.join(SRC, "bench", "e2e.py"), "--build", build,
-                          "--reps", str(reps), f"--filter={filt}", "--trace-formats", "none",
-                          "--json"], capture_output=True, text=True, check=True)
+                          "--reps", str(args.reps), "--trace-reps", str(args.reps),
+                          f"--filter={args.filter}", "--trace-formats", args.trace_formats,
+                          "--json"] + skips, capture_output=True, text=True, check=True)
     return {c["case"]: c for c in json.loads(out.stdout)["cases"] if "best_wall" in c}
 
 
@@ -28,11 +32,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--filter", default="--json", help="cases whose name contains TEXT")
+    ap.add_argument("--trace-formats", default="none", help="as bench/e2e.py's")
+    ap.add_argument("--skip", action="append", default=[], help="as bench/e2e.py's")
     args = ap.parse_args()
     results = {"before": [], "after": []}
     for _ in range(args.rounds):
         for side in ("before", "after"):
-            results[side].append(run(getattr(args, side), args.reps, args.filter))
+            results[side].append(run(getattr(args, side), args))
     cases = list(results["after"][0].keys())
     print(f"best of {args.reps} runs each, {args.rounds} rounds in turns; "
           "wall s / CPU s, then peak RSS")

@@ -29,10 +29,15 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  run ROUND6 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
+  # This round's before/after, taken in turns: the trace cases (P=256 as .pftrace only: its JSON
+  # forms take minutes), then the --json ones.
+  run ROUND7 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 1 --filter=--trace \
+    --trace-formats json,json.gz,pftrace --skip "V=2_--trace_.json"
+  run ROUND7J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  echo "(no BASE build given to bench/run.sh)" >"$TMP/E2EBASE"
-  echo "(no BASE build given to bench/run.sh)" >"$TMP/ROUND6"
+  for name in E2EBASE ROUND7 ROUND7J; do
+    echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
+  done
 fi
 run SIM "$BUILD/bench/ppsim_bench_sim" --reps "$REPS"
 # Phase by phase, on all cores and on one (lowering and validation use the cores).
