@@ -148,8 +148,9 @@ def main():
     ap.add_argument("--trace-formats", default="json,json.gz,pftrace",
                     help="trace file extensions to run the trace cases with; one this ppsim "
                          "does not know is reported as failed")
-    ap.add_argument("--trace-reps", type=int, default=1,
-                    help="runs of each trace case (they take long and write large files)")
+    ap.add_argument("--trace-reps", type=int, default=0,
+                    help="runs of each trace case (default: --reps for those with a target under "
+                         "a second, 1 for the others: they take long and write large files)")
     ap.add_argument("--filter", default="", help="only the cases whose name contains TEXT")
     ap.add_argument("--skip", action="append", default=[],
                     help="leave out the cases whose name contains TEXT, '_' standing for a space "
@@ -173,7 +174,9 @@ def main():
                 if args.filter not in label or any(k in label for k in args.skip):
                     continue
                 print(f"running {label} ...", file=sys.stderr, flush=True)
-                reps = args.trace_reps if ext else args.reps
+                reps = args.reps
+                if ext:
+                    reps = args.trace_reps or (args.reps if case[3] < 1 else 1)
                 results.append(measure(ppsim, case, ext, max(1, reps), tmp))
     if args.filter in "simulator alone" and not any(k in "simulator alone" for k in args.skip):
         print("running simulator alone ...", file=sys.stderr, flush=True)
@@ -183,7 +186,8 @@ def main():
         print(json.dumps({"reps": args.reps, "cpus": os.cpu_count(),
                           "load": os.getloadavg()[0], "cases": results}, indent=2))
         return
-    print(f"ppsim end to end: best of {args.reps} runs per case, {args.trace_reps} per trace case "
+    trace_reps = args.trace_reps or f"{args.reps} (1 at P=256)"
+    print(f"ppsim end to end: best of {args.reps} runs per case, {trace_reps} per trace case "
           f"({os.cpu_count()} cpus, "
           f"load {os.getloadavg()[0]:.2f}); time targets judged on CPU time (user + sys) and on wall time")
     print()
