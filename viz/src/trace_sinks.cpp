@@ -83,9 +83,9 @@ class GzipSink : public ByteSink {
 };
 
 // Copies with stores that bypass this core's cache (where the CPU has them): the writer thread
-// then reads the block from memory, not line by line out of the other core's cache, which made
-// the kernel's copy into the file several times slower (P=256 .pftrace: 4.0-5.1 s of system time
-// against 4.6-6.9 s, docs/BENCHMARKS.md).
+// then reads the block from memory, not line by line out of the other core's cache, which slowed
+// the kernel's copy into the file further (P=256 .pftrace: 4.6-6.9 s of system time with plain
+// copies, 4.0-5.1 s with these; docs/BENCHMARKS.md, Round 7).
 void copy_uncached(char* to, const char* from, std::size_t n) {
 #if defined(__SSE2__)
   if (n >= 4096) {
