@@ -1,8 +1,6 @@
 // The byte sinks of streamed traces (viz/src/trace_encoder.hpp): the background sink hands the
 // same bytes, in the same order, to its inner sink on a thread of its own, passes on the inner
 // sink's failure, and can be dropped unfinished; gzip through it gives the same file.
-#include <zlib.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -12,8 +10,10 @@
 #include <string>
 #include <thread>
 
+#include "gunzip.hpp"
 #include "trace_encoder.hpp"
 
+using ppsim::test::gunzip;
 using ppsim::viz::detail::ByteSink;
 using ppsim::viz::detail::make_background_sink;
 using ppsim::viz::detail::make_gzip_sink;
@@ -50,25 +50,6 @@ std::string feed(ByteSink& sink, std::size_t total, unsigned seed) {
     all += chunk;
   }
   return all;
-}
-
-std::string gunzip(const std::string& in) {
-  z_stream z{};
-  REQUIRE(inflateInit2(&z, 15 + 16) == Z_OK);
-  std::string out;
-  char buf[1 << 16];
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
-    out.append(buf, sizeof buf - z.avail_out);
-  }
-  inflateEnd(&z);
-  return out;
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 // during the run equals the one written from the recorded run, for the bundled configs too.
 #include <fmt/format.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -16,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "gunzip.hpp"
 #include "helpers.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/record/observer.hpp"
@@ -282,26 +282,6 @@ void check_same(const Decoded& pb, const Decoded& js) {
   CHECK(pb.flows == js.flows);
 }
 
-std::string gunzip(const std::string& gz) {
-  z_stream z{};
-  REQUIRE(inflateInit2(&z, 15 + 16) == Z_OK);
-  std::string out;
-  char chunk[1 << 14];
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    z.next_out = reinterpret_cast<Bytef*>(chunk);
-    z.avail_out = sizeof chunk;
-    rc = inflate(&z, Z_NO_FLUSH);
-    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
-    out.append(chunk, sizeof chunk - z.avail_out);
-  }
-  CHECK(z.avail_in == 0);  // one gzip member, nothing after it
-  inflateEnd(&z);
-  return out;
-}
-
 std::string written(const record::RunRecord& rec, viz::TraceFormat format) {
   std::ostringstream out;
   viz::write_chrome_trace(out, rec, {1000.0, ""}, format);
@@ -429,7 +409,7 @@ TEST_CASE("the gzip trace inflates to exactly the JSON trace", "[trace]") {
   const std::string plain = written(rec, viz::TraceFormat::json);
   const std::string gz = written(rec, viz::TraceFormat::json_gz);
   CHECK(gz.size() < plain.size() / 4);
-  CHECK(gunzip(gz) == plain);
+  CHECK(test::gunzip(gz) == plain);
   CHECK(written(rec, viz::TraceFormat::json_gz) == gz);  // deterministic bytes
 }
 
@@ -511,9 +491,9 @@ TEST_CASE("ppsim run --trace streams each format; the file matches the in-proces
     if (ext == "pftrace")
       check_same(decode(got), decode(want));
     else {
-      const std::string text = ext == "json" ? got : gunzip(got);
+      const std::string text = ext == "json" ? got : test::gunzip(got);
       check_same(from_json(json::parse(text)),
-                 from_json(json::parse(ext == "json" ? want : gunzip(want))));
+                 from_json(json::parse(ext == "json" ? want : test::gunzip(want))));
     }
   }
   std::filesystem::remove_all(dir);
