@@ -394,6 +394,31 @@ TEST_CASE("validate: diagnostics past 1000 are summarised by one too_many_diagno
   CHECK(contains(ds.back().message, "1 more diagnostics"));
 }
 
+TEST_CASE(
+    "validate: a cell known only as a route neighbour, whose own neighbour no op touches, is "
+    "checked like any other (sparse cell tables)",
+    "[validation]") {
+  // Found by fuzz_pipeline: microbatch 999 makes the (stage, microbatch) grid (3 x 1000) larger
+  // than twice the ops plus 1024, so cells are indexed sparsely. 0F999 gives (0, 999) and its
+  // neighbour (1, 999) an index, but not (2, 999); checking (1, 999)'s gradient from stage 2
+  // looked that cell up and threw std::logic_error.
+  const std::string text =
+      "0F0,0SEND_F0,0RECV_B0,0B0,0F999\n"
+      "1RECV_F0,1F0,1SEND_F0,1RECV_B0,1B0,1SEND_B0\n"
+      "2RECV_F0,2F0,2B0,2SEND_B0\n";
+  std::vector<Diagnostic> ds;
+  REQUIRE_NOTHROW(ds = validate_text(text));
+  // Microbatches 1..998 are absent on all three stages (2 diagnostics each); (0, 999) lacks its
+  // backward (1); (1, 999) and (2, 999) lack both (2 each): 5993 in all, no unmatched send or
+  // receive. 1000 are listed, the rest counted.
+  REQUIRE(ds.size() == 1001);
+  CHECK(std::all_of(ds.begin(), ds.end() - 1,
+                    [](const Diagnostic& d) { return d.kind == "missing_compute"; }));
+  CHECK(ds.back().kind == "too_many_diagnostics");
+  CHECK(contains(ds.back().message, "4993 more diagnostics"));
+  CHECK_FALSE(has_fatal(ds));
+}
+
 TEST_CASE("validate: the message of an op diagnostic starts with 'rank R op POS (OP): '",
           "[validation]") {
   const auto ds = validate_text(kRank0 + "\n" + kRank1 + ",0RECV_B0\n");

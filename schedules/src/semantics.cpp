@@ -71,6 +71,11 @@ std::size_t Semantics::sparse_cell_index(int stage, int microbatch) const {
   return static_cast<std::size_t>(it - keys.begin());
 }
 
+bool Semantics::has_cell(int stage, int microbatch) const {
+  if (dense()) return true;
+  return std::binary_search(keys_->begin(), keys_->end(), key(stage, microbatch));
+}
+
 std::pair<int, int> Semantics::cell_at(std::size_t index) const {
   if (dense()) {
     const auto M = static_cast<std::size_t>(p_.microbatches());

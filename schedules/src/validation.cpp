@@ -560,6 +560,9 @@ class Validator {
           "missing_compute", [&] { return fmt::format("{}I{} has no {}W{}", s, m, s, m); }, false);
     const int n = sem_.next_stage(s, m);
     if (n < 0 || p_.rank_of(n) == r) return;
+    // Sparse cells: (s, m) may be only a neighbour of a touched cell, and then no op at s or n
+    // carries microbatch m, so (n, m) has no index and its gradient was neither sent nor received.
+    if (!sem_.has_cell(n, m)) return;
     for (bool backward : {false, true}) {
       const std::size_t t = sem_.tensor_index({backward, backward ? n : s, m});
       const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;

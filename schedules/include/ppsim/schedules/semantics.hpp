@@ -79,6 +79,9 @@ class Semantics {
              static_cast<std::size_t>(microbatch);
     return sparse_cell_index(stage, microbatch);
   }
+  // Whether the cell has an index: always when dense; when sparse, only the cells the program
+  // touches (a route neighbour's own neighbour may have none).
+  bool has_cell(int stage, int microbatch) const;
   // The cell at an index, in increasing (stage, microbatch) order.
   std::pair<int, int> cell_at(std::size_t index) const;
   bool dense() const {
