@@ -122,6 +122,11 @@ def generate(g):
     custom("custom-microbatch-1e8", ["0F100000000,0B100000000"])
     custom("custom-microbatch-int-max", ["0F2147483647,0B2147483647"])
     custom("custom-microbatch-2e9", ["0F2000000000,0B2000000000"])
+    # Sparse cells: one microbatch id far out on stage 0 only, so stage 1's cell is a neighbour
+    # of a touched cell and stage 2's is not (the fuzz_pipeline crash of stop 26).
+    custom("custom-microbatch-1e8-isolated", ["0F0,0SEND_F0,0RECV_B0,0B0,0F100000000",
+                                              "1RECV_F0,1F0,1SEND_F0,1RECV_B0,1B0,1SEND_B0",
+                                              "2RECV_F0,2F0,2B0,2SEND_B0"])
     custom("custom-stage-1e6", ["0F0,0B0", "1000000F0,1000000B0"])
     custom("custom-stage-1e8-one-rank", ["100000000F0"])
     for n in (65535, 65536, 100000):
