@@ -39,25 +39,29 @@ OpsOfOne RankLowering::sends_after(const Op& c) const {
 
 void RankLowering::emit(Op op) {
   if (is_composite(op.kind))  // its parts move to the output's pool
-    out_.push_composite(rank_, op.kind, in_.parts(rank_, op));
-  else
-    out_.push(rank_, op);
+    op = out_.pool_composite(rank_, op.kind, in_.parts(rank_, op));
+  ops_.push_back(op);
 }
 
 void RankLowering::wait(std::vector<std::int32_t>& ids) {
   if (ids.empty()) return;
   std::sort(ids.begin(), ids.end());
-  out_.push_wait(rank_, ids);
+  ops_.push_back(append_wait(wait_ids_, ids));
   ids.clear();
 }
 
 void RankLowering::end_batch() {
-  auto& ops = out_.ops(rank_);
-  if (!groups_ || ops.size() < batch_begin_ + 2) return;
-  ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(batch_begin_),
-             Op::group(OpKind::GROUP_START));
-  ops.push_back(Op::group(OpKind::GROUP_END));
+  if (!groups_ || ops_.size() < batch_begin_ + 2) return;
+  ops_.insert(ops_.begin() + static_cast<std::ptrdiff_t>(batch_begin_),
+              Op::group(OpKind::GROUP_START));
+  ops_.push_back(Op::group(OpKind::GROUP_END));
 }
+
+namespace {
+// Ops per compute op that a lowered rank is expected to hold: async 1F1B lowers to exactly 4 plus
+// a closing WAIT. Only sizes the arena's first mapping and the scratch list; more still works.
+constexpr std::size_t kOpsPerComputeHint = 5;
+}  // namespace
 
 Program lower(const Program& compute, const LoweringOptions& options) {
   const LoweringStyle* style = LoweringRegistry::instance().find(options.style);
@@ -79,15 +83,20 @@ Program lower(const Program& compute, const LoweringOptions& options) {
   if (style->lower_program) return style->lower_program(compute, options, params);
   Program out(compute.microbatches(), compute.placement(), compute.routes());
   out.ensure_ranks(compute.ranks());
+  out.use_arena(compute.total_ops() * kOpsPerComputeHint * sizeof(Op));
   // Ranks are lowered independently (each writes only its own lists), on several threads when the
-  // program is large enough for that to pay.
+  // program is large enough for that to pay. Each thread lowers into scratch lists, which stay
+  // faulted in from rank to rank.
   for_rank_blocks(rank_blocks(compute, options.threads), [&](std::size_t, int first, int end) {
+    std::vector<Op> ops;
+    std::vector<std::int32_t> wait_ids;
     for (int r = first; r < end; ++r) {
-      out.reserve(r, compute.ops(r).size() * 4);
-      RankLowering l(compute, out, r, params, options.groups);
+      ops.clear();
+      wait_ids.clear();
+      ops.reserve(compute.ops(r).size() * kOpsPerComputeHint + 64);
+      RankLowering l(compute, out, ops, wait_ids, r, params, options.groups);
       style->lower_rank(l);
-      // No shrink_to_fit: the reserve's untouched tail costs no memory, and the
-      // copy cost time and page faults.
+      out.set_ops(r, ops, wait_ids);
     }
   });
   return out;

@@ -45,20 +45,13 @@ namespace {
 constexpr std::size_t kMaxListSize = 0xffff;  // Op::list_size is 16 bits
 }
 
-void Program::push_wait(int rank, std::span<const std::int32_t> ids) {
-  if (ids.size() > kMaxListSize)
-    throw ParameterError("wait", fmt::format("a WAIT holds at most {} request ids, got {}",
-                                             kMaxListSize, ids.size()));
-  auto& pool = wait_pool_[static_cast<std::size_t>(rank)];
-  Op op;
-  op.kind = OpKind::WAIT;
-  op.list_begin = static_cast<std::int32_t>(pool.size());
-  op.list_size = static_cast<std::uint16_t>(ids.size());
-  pool.insert(pool.end(), ids.begin(), ids.end());
-  push(rank, op);
+void check_wait_size(std::size_t ids) {
+  if (ids > kMaxListSize)
+    throw ParameterError(
+        "wait", fmt::format("a WAIT holds at most {} request ids, got {}", kMaxListSize, ids));
 }
 
-void Program::push_composite(int rank, OpKind kind, std::span<const Op> parts) {
+Op Program::pool_composite(int rank, OpKind kind, std::span<const Op> parts) {
   if (parts.size() != 2)  // OVERLAP_F_B, the one composite kind, pairs an F with a B
     throw ParameterError("ops",
                          fmt::format("{} holds two ops, got {}", to_string(kind), parts.size()));
@@ -68,7 +61,50 @@ void Program::push_composite(int rank, OpKind kind, std::span<const Op> parts) {
   op.list_begin = static_cast<std::int32_t>(pool.size());
   op.list_size = static_cast<std::uint16_t>(parts.size());
   pool.insert(pool.end(), parts.begin(), parts.end());
-  push(rank, op);
+  return op;
+}
+
+void Program::push_wait(int rank, std::span<const std::int32_t> ids) {
+  push(rank, append_wait(wait_pool_[static_cast<std::size_t>(rank)], ids));
+}
+
+void Program::push_composite(int rank, OpKind kind, std::span<const Op> parts) {
+  push(rank, pool_composite(rank, kind, parts));
+}
+
+void Program::set_ops(int rank, std::span<const Op> ops, std::span<const std::int32_t> wait_ids) {
+  // The old storage goes first, so an arena can reuse it.
+  OpList& list = this->ops(rank);
+  list = OpList(list.get_allocator());
+  list.reserve(ops.size());
+  list.assign(ops.begin(), ops.end());
+  WaitIds& pool = wait_pool_[static_cast<std::size_t>(rank)];
+  pool = WaitIds(pool.get_allocator());
+  pool.reserve(wait_ids.size());
+  pool.assign(wait_ids.begin(), wait_ids.end());
+}
+
+namespace {
+// Below this a program stays on the heap: a few huge pages save little, and a transient program's
+// heap pages are reused by what comes after it (an arena's go back to the kernel).
+constexpr std::size_t kArenaMinBytes = std::size_t{8} << 20;
+}  // namespace
+
+void Program::reserve(int rank, std::size_t n) {
+  OpList& list = ops(rank);
+  if (list.capacity() == 0 && !list.get_allocator().arena() &&
+      n * sizeof(Op) * static_cast<std::size_t>(ranks()) >= kArenaMinBytes)
+    use_arena(n * sizeof(Op) * static_cast<std::size_t>(ranks()));
+  list.reserve(n);
+}
+
+void Program::use_arena(std::size_t capacity_hint) {
+  if (capacity_hint < kArenaMinBytes) return;
+  const ArenaAllocator<Op> alloc(std::make_shared<OpArena>(capacity_hint));
+  for (std::size_t r = 0; r < ops_.size(); ++r) {
+    if (ops_[r].empty()) ops_[r] = OpList(alloc);
+    if (wait_pool_[r].empty()) wait_pool_[r] = WaitIds(alloc);
+  }
 }
 
 std::string Program::op_text(int rank, const Op& op) const {

@@ -47,14 +47,24 @@ class OpsOfOne {
   std::size_t size_ = 0;
 };
 
-// What a style sees while it lowers one rank: the compute ops in, the output to append to.
+// What a style sees while it lowers one rank: the compute ops in, the output to append to. The
+// ops go to `ops` and the WAITs' ids to `wait_ids` (lower() copies both into the output program
+// at the end, in lists of exactly their size); composite parts go straight to the output's pool.
 class RankLowering {
  public:
-  RankLowering(const Program& in, Program& out, int rank, const Params& params, bool groups)
-      : in_(in), out_(out), sem_(in), rank_(rank), params_(params), groups_(groups) {}
+  RankLowering(const Program& in, Program& out, std::vector<Op>& ops,
+               std::vector<std::int32_t>& wait_ids, int rank, const Params& params, bool groups)
+      : in_(in),
+        out_(out),
+        ops_(ops),
+        wait_ids_(wait_ids),
+        sem_(in),
+        rank_(rank),
+        params_(params),
+        groups_(groups) {}
 
   int rank() const { return rank_; }
-  const std::vector<Op>& compute() const { return in_.ops(rank_); }
+  const OpList& compute() const { return in_.ops(rank_); }
   const Semantics& semantics() const { return sem_; }
   const Params& params() const { return params_; }
 
@@ -74,12 +84,14 @@ class RankLowering {
   void wait(std::vector<std::int32_t>& ids);
   // Brackets a batch of posts (several ops that the framework issues as one group) with
   // GROUP_START / GROUP_END when the options ask for groups. A batch of one op needs no group.
-  void begin_batch() { batch_begin_ = out_.ops(rank_).size(); }
+  void begin_batch() { batch_begin_ = ops_.size(); }
   void end_batch();
 
  private:
   const Program& in_;
   Program& out_;
+  std::vector<Op>& ops_;
+  std::vector<std::int32_t>& wait_ids_;
   Semantics sem_;
   int rank_;
   const Params& params_;

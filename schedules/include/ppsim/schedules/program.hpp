@@ -2,16 +2,37 @@
 // A Program: P per-rank op lists, the placement of virtual stages on ranks, and the routes the
 // microbatches take through the stages. What an op means is answered by semantics.hpp.
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ppsim/schedules/op.hpp"
+#include "ppsim/schedules/op_arena.hpp"
 #include "ppsim/schedules/placement.hpp"
 #include "ppsim/schedules/route.hpp"
 
 namespace ppsim::schedules {
+
+// One rank's ops: a std::vector, in the Program's arena when it has one (op_arena.hpp).
+using OpList = std::vector<Op, ArenaAllocator<Op>>;
+// One rank's request ids of its WAITs, each WAIT naming a run of them.
+using WaitIds = std::vector<std::int32_t, ArenaAllocator<std::int32_t>>;
+
+// Throws ParameterError (key "wait") for more ids than a WAIT holds (65535).
+void check_wait_size(std::size_t ids);
+// Appends `ids` to a rank's pool of WAIT ids and returns the WAIT op that names them.
+template <typename Pool>
+Op append_wait(Pool& pool, std::span<const std::int32_t> ids) {
+  check_wait_size(ids.size());
+  Op op;
+  op.kind = OpKind::WAIT;
+  op.list_begin = static_cast<std::int32_t>(pool.size());
+  op.list_size = static_cast<std::uint16_t>(ids.size());
+  pool.insert(pool.end(), ids.begin(), ids.end());
+  return op;
+}
 
 class Program {
  public:
@@ -29,8 +50,8 @@ class Program {
   int chunks_on(int rank) const;
   const Routes& routes() const { return routes_; }
 
-  const std::vector<Op>& ops(int rank) const { return ops_[static_cast<std::size_t>(rank)]; }
-  std::vector<Op>& ops(int rank) { return ops_[static_cast<std::size_t>(rank)]; }
+  const OpList& ops(int rank) const { return ops_[static_cast<std::size_t>(rank)]; }
+  OpList& ops(int rank) { return ops_[static_cast<std::size_t>(rank)]; }
   std::size_t total_ops() const;
 
   void push(int rank, Op op) { ops(rank).push_back(op); }
@@ -38,6 +59,16 @@ class Program {
   void push_wait(int rank, std::span<const std::int32_t> request_ids);
   // A composite op (OVERLAP_F_B) of plain compute ops that run together.
   void push_composite(int rank, OpKind kind, std::span<const Op> parts);
+  // The composite op that push_composite would append, its parts already in the rank's pool: for
+  // a caller that builds the rank's list elsewhere (set_ops).
+  Op pool_composite(int rank, OpKind kind, std::span<const Op> parts);
+  // Replaces a rank's ops and its WAITs' ids (as append_wait built them) with these, in lists of
+  // exactly their size.
+  void set_ops(int rank, std::span<const Op> ops, std::span<const std::int32_t> wait_ids);
+  // From now on the lists of the ranks that exist and are still empty take their storage from
+  // one arena of huge pages (op_arena.hpp); `capacity_hint` is the bytes they are expected to
+  // need in all. Nothing changes for a hint under 8 MiB (such programs stay on the heap).
+  void use_arena(std::size_t capacity_hint);
   std::span<const std::int32_t> wait_ids(int rank, const Op& wait_op) const {
     return {wait_pool_[static_cast<std::size_t>(rank)].data() + wait_op.list_begin,
             wait_op.list_size};
@@ -57,7 +88,10 @@ class Program {
   // `routes` (empty: linear) are checked against the inferred stage count.
   static Program parse(std::string_view text, Routes routes = {});
 
-  void reserve(int rank, std::size_t n) { ops(rank).reserve(n); }
+  // Room for n ops on `rank`. The first reserve of a list moves the program to an arena
+  // (use_arena, sized as if every rank reserved n), so generators, which reserve each rank's
+  // exact count, pack large programs' lists on huge pages.
+  void reserve(int rank, std::size_t n);
   // At least `ranks` ranks: a rank that owns no stage (IDLE in the text form) still exists.
   void ensure_ranks(int ranks);
 
@@ -66,9 +100,9 @@ class Program {
   int chunks_ = 0;
   std::vector<StagePlace> placement_;
   Routes routes_;
-  std::vector<std::vector<Op>> ops_;
-  std::vector<std::vector<std::int32_t>> wait_pool_;  // per rank; WAIT ops index into it
-  std::vector<std::vector<Op>> part_pool_;            // per rank; composite ops index into it
+  std::vector<OpList> ops_;
+  std::vector<WaitIds> wait_pool_;          // per rank; WAIT ops index into it
+  std::vector<std::vector<Op>> part_pool_;  // per rank; composite ops index into it
 };
 
 }  // namespace ppsim::schedules

@@ -1,0 +1,71 @@
+#include "ppsim/schedules/op_arena.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ppsim::schedules {
+
+namespace {
+constexpr std::size_t kHuge = std::size_t{2} << 20;
+constexpr std::size_t kAlign = 64;  // a cache line: no two ranks' lists share one
+
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+}  // namespace
+
+OpArena::OpArena(std::size_t capacity_hint)
+    : chunk_bytes_(round_up(std::max(capacity_hint, kHuge), kHuge)) {}
+
+OpArena::~OpArena() {
+  for (const Chunk& c : chunks_) munmap(c.base, c.size);
+}
+
+void OpArena::add_chunk(std::size_t min_bytes) {
+  const std::size_t size = std::max(chunk_bytes_, round_up(min_bytes, kHuge));
+  // One huge page more than asked, so the usable part can start on a huge-page boundary.
+  void* raw = mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto addr = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = round_up(addr, kHuge);
+  if (aligned > addr) munmap(raw, aligned - addr);
+  if (const std::uintptr_t end = aligned + size, raw_end = addr + size + kHuge; raw_end > end)
+    munmap(reinterpret_cast<void*>(end), raw_end - end);
+  char* base = reinterpret_cast<char*>(aligned);
+#ifdef MADV_HUGEPAGE
+  madvise(base, size, MADV_HUGEPAGE);  // advice: where the kernel declines, 4 KiB pages
+#endif
+  chunks_.push_back({base, size, 0});
+}
+
+void* OpArena::allocate(std::size_t bytes) {
+  const std::size_t need = round_up(std::max<std::size_t>(bytes, 1), kAlign);
+  const std::lock_guard lock(mutex_);
+  if (chunks_.empty() || chunks_.back().size - chunks_.back().top < need) add_chunk(need);
+  Chunk& c = chunks_.back();
+  void* p = c.base + c.top;
+  c.top += need;
+  used_ += need;
+  return p;
+}
+
+void OpArena::deallocate(void* p, std::size_t bytes) noexcept {
+  const std::size_t need = round_up(std::max<std::size_t>(bytes, 1), kAlign);
+  const std::lock_guard lock(mutex_);
+  if (chunks_.empty()) return;
+  Chunk& c = chunks_.back();
+  if (static_cast<char*>(p) + need == c.base + c.top) {
+    c.top -= need;
+    used_ -= need;
+  }
+}
+
+std::size_t OpArena::used() const {
+  const std::lock_guard lock(mutex_);
+  return used_;
+}
+
+}  // namespace ppsim::schedules

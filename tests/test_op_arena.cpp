@@ -1,0 +1,171 @@
+// OpArena and the Programs that keep their op lists in one: blocks never overlap, the top block
+// gives its memory back, lists are exactly their size, copies leave the arena and moves keep it.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "helpers.hpp"
+#include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/lowering.hpp"
+#include "ppsim/schedules/op_arena.hpp"
+#include "ppsim/schedules/program.hpp"
+
+using ppsim::schedules::OpArena;
+using ppsim::schedules::Program;
+
+namespace {
+
+// Whether every list of `p` (ops and WAIT ids) is in an arena, and whether in one and the same.
+bool all_in_one_arena(const Program& p) {
+  const auto& arena = p.ops(0).get_allocator().arena();
+  if (!arena) return false;
+  for (int r = 0; r < p.ranks(); ++r)
+    if (p.ops(r).get_allocator().arena() != arena) return false;
+  return true;
+}
+
+bool none_in_arena(const Program& p) {
+  for (int r = 0; r < p.ranks(); ++r)
+    if (p.ops(r).get_allocator().arena()) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("OpArena: aligned blocks that never overlap, past the first mapping's size") {
+  OpArena arena(1 << 20);  // rounds up to one 2 MiB mapping
+  std::vector<std::pair<char*, std::size_t>> blocks;
+  std::size_t total = 0;
+  for (std::size_t i = 0; total < (std::size_t{9} << 20); ++i) {
+    const std::size_t bytes = 1 + (i * 7919) % 300000;  // up to 293 KiB, odd sizes
+    auto* p = static_cast<char*>(arena.allocate(bytes));
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % 64 == 0);
+    std::memset(p, static_cast<int>(i & 0xff), bytes);
+    blocks.emplace_back(p, bytes);
+    total += bytes;
+  }
+  const std::size_t big = std::size_t{5} << 20;  // larger than a mapping: a mapping of its own
+  auto* p = static_cast<char*>(arena.allocate(big));
+  std::memset(p, 0xab, big);
+  blocks.emplace_back(p, big);
+  // Each block still holds what was written into it: no later block overwrote it.
+  for (std::size_t i = 0; i + 1 < blocks.size(); ++i) {
+    const auto [q, n] = blocks[i];
+    const auto want = static_cast<char>(i & 0xff);
+    CHECK((q[0] == want && q[n - 1] == want && q[n / 2] == want));
+  }
+  CHECK(arena.used() >= total + big);
+}
+
+TEST_CASE("OpArena: freeing the last block gives its bytes back; an earlier one waits") {
+  OpArena arena(0);
+  void* a = arena.allocate(1000);
+  void* b = arena.allocate(100);
+  const std::size_t both = arena.used();
+  CHECK(both == 1024 + 128);  // rounded to 64-byte lines
+  arena.deallocate(a, 1000);  // not the top: kept until the arena goes
+  CHECK(arena.used() == both);
+  arena.deallocate(b, 100);
+  CHECK(arena.used() == 1024);
+  CHECK(arena.allocate(64) == b);  // the freed top is handed out again
+}
+
+TEST_CASE("OpArena: threads that allocate at once get disjoint blocks", "[threads]") {
+  OpArena arena(1 << 20);
+  constexpr int kThreads = 4, kBlocks = 2000;
+  std::vector<std::vector<std::pair<std::uintptr_t, std::size_t>>> got(kThreads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < kBlocks; ++i) {
+        const std::size_t bytes = 16 * (1 + static_cast<std::size_t>(i * 31 + t) % 500);
+        auto* p = static_cast<unsigned char*>(arena.allocate(bytes));
+        std::memset(p, t + 1, bytes);
+        got[static_cast<std::size_t>(t)].emplace_back(reinterpret_cast<std::uintptr_t>(p), bytes);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  std::vector<std::pair<std::uintptr_t, std::size_t>> all;
+  for (int t = 0; t < kThreads; ++t) {
+    for (const auto& [p, n] : got[static_cast<std::size_t>(t)]) {
+      const auto* bytes = reinterpret_cast<const unsigned char*>(p);
+      CHECK((bytes[0] == t + 1 && bytes[n - 1] == t + 1));
+      all.emplace_back(p, n);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  for (std::size_t i = 1; i < all.size(); ++i)
+    CHECK(all[i - 1].first + all[i - 1].second <= all[i].first);
+}
+
+TEST_CASE("a large lowered program keeps its lists in one arena, each exactly its size",
+          "[threads]") {
+  // 1F1B P=8 M=8192: 131,072 compute ops, about 10 MiB lowered (arenas start at 8 MiB).
+  const Program compute = ppsim::schedules::generate(
+      "1f1b", ppsim::schedules::ScheduleParams{{"ranks", 8}, {"microbatches", 8192}});
+  CHECK(all_in_one_arena(compute));  // the generator reserved exact counts: packed too
+  for (int r = 0; r < compute.ranks(); ++r)
+    CHECK(compute.ops(r).capacity() == compute.ops(r).size());
+
+  const Program lowered = ppsim::schedules::lower(compute, {"async", {{"prefetch", 1}}});
+  REQUIRE(all_in_one_arena(lowered));
+  CHECK(lowered.ops(0).get_allocator().arena() != compute.ops(0).get_allocator().arena());
+  for (int r = 0; r < lowered.ranks(); ++r) {
+    CHECK(lowered.ops(r).capacity() == lowered.ops(r).size());
+    // First rank: F, SEND_F, RECV_B, WAIT, B per microbatch; last: RECV_F, WAIT, F, B, SEND_B,
+    // WAIT; between: both, and one closing WAIT for the last sends.
+    const std::size_t M = 8192;
+    CHECK(lowered.ops(r).size() == (r == 0 ? 5 * M : r == 7 ? 6 * M : 8 * M + 1));
+  }
+  // The same ops whether the ranks were lowered on one thread or several.
+  ppsim::schedules::LoweringOptions one{"async", {{"prefetch", 1}}};
+  one.threads = 1;
+  const Program serial = ppsim::schedules::lower(compute, one);
+  CHECK(serial.to_text() == lowered.to_text());
+
+  // A copy owns heap lists with the same ops; it outlives the original and its arena.
+  auto* original = new Program(lowered);
+  Program copy(*original);
+  CHECK(none_in_arena(copy));
+  const std::string text = original->to_text();
+  delete original;
+  CHECK(copy.to_text() == text);
+
+  // A move takes the arena along.
+  Program source = ppsim::schedules::lower(compute, one);
+  const auto arena = source.ops(3).get_allocator().arena();
+  const Program moved(std::move(source));
+  CHECK(moved.ops(3).get_allocator().arena() == arena);
+  CHECK(moved.to_text() == text);
+}
+
+TEST_CASE("a small program stays on the heap") {
+  const Program p = ppsim::test::lowered("1f1b", 4, 8);
+  CHECK(none_in_arena(p));
+  const Program compute = ppsim::schedules::generate(
+      "1f1b", ppsim::schedules::ScheduleParams{{"ranks", 4}, {"microbatches", 8}});
+  CHECK(none_in_arena(compute));
+}
+
+TEST_CASE("a list in an arena still grows and shrinks like any vector") {
+  const Program compute = ppsim::schedules::generate(
+      "1f1b", ppsim::schedules::ScheduleParams{{"ranks", 8}, {"microbatches", 8192}});
+  Program p = ppsim::schedules::lower(compute, {"async", {{"prefetch", 1}}});
+  const std::string before = ppsim::test::rank_line(p, 2);
+  auto& ops = p.ops(2);
+  const std::size_t n = ops.size();
+  const ppsim::schedules::Op extra = ops.front();
+  for (int i = 0; i < 100000; ++i) ops.push_back(extra);  // moves it within the arena
+  CHECK(ops.size() == n + 100000);
+  ops.resize(n);
+  CHECK(ppsim::test::rank_line(p, 2) == before);
+  p.push_wait(2, std::vector<std::int32_t>{0, 1});
+  CHECK(p.op_text(2, p.ops(2).back()) == "WAIT(0;1)");
+}
