@@ -70,7 +70,7 @@ TEST_CASE("Every lowered program validates clean and keeps the generator's compu
                     << test::describe(lowering));
         CHECK(schedules::validate(p).empty());
         for (int r = 0; r < P; ++r) {
-          std::vector<schedules::Op> kept;
+          schedules::OpList kept;
           for (const auto& op : p.ops(r))
             if (schedules::is_compute(op.kind)) kept.push_back(op);
           CHECK(kept == compute.ops(r));

@@ -161,7 +161,7 @@ TEST_CASE("Under nccl, batched and megatron write each batch as a group; the oth
                 "1RECV_F3#3,GROUP_END,WAIT(2;3)") != std::string::npos);
   for (int r = 0; r < grouped.ranks(); ++r) {
     // Dropping the markers gives back the program without groups, op for op.
-    std::vector<schedules::Op> ops;
+    schedules::OpList ops;
     for (const auto& op : grouped.ops(r))
       if (!schedules::is_group_marker(op.kind)) ops.push_back(op);
     CHECK(ops == plain.ops(r));

@@ -284,7 +284,7 @@ TEST_CASE("torch lowering: every generator, compute order kept, runs, only the r
       const Program p = schedules::lower(compute, {"torch", {}});
       std::size_t sends = 0, boundaries = 0;
       for (int r = 0; r < p.ranks(); ++r) {
-        std::vector<schedules::Op> kept;
+        schedules::OpList kept;
         for (const auto& op : p.ops(r)) {
           if (schedules::is_compute(op.kind)) kept.push_back(op);
           sends += schedules::is_send(op.kind) ? 1 : 0;

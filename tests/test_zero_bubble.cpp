@@ -119,7 +119,7 @@ TEST_CASE("zb-h1: rank r warms up with P-r-1 forwards, then F, I, W with each W 
     for (int M = 1; M <= 9; ++M) {
       const auto zb = gen("zb-h1", P, M), ref = gen("1f1b", P, M);
       for (int r = 0; r < P; ++r) {
-        std::vector<schedules::Op> fi;
+        schedules::OpList fi;
         for (auto op : zb.ops(r)) {
           if (op.kind == schedules::OpKind::W) continue;
           if (op.kind == schedules::OpKind::I) op.kind = schedules::OpKind::B;
