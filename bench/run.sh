@@ -29,13 +29,13 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  # This round's before/after, taken in turns: the trace cases (P=256 as .pftrace only: its JSON
-  # forms take minutes), then the --json ones.
-  run ROUND7 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 1 --filter=--trace \
+  # This round's before/after, taken in turns: the --json cases, then the trace ones (P=256 as
+  # .pftrace only: its JSON forms take minutes). Earlier rounds' outputs are kept in the template.
+  run ROUND8J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
+  run ROUND8 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 1 --filter=--trace \
     --trace-formats json,json.gz,pftrace --skip "V=2_--trace_.json"
-  run ROUND7J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND7 ROUND7J; do
+  for name in E2EBASE ROUND8 ROUND8J; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi
