@@ -21,7 +21,7 @@ using ppsim::schedules::Program;
 
 namespace {
 
-// Whether every list of `p` (ops and WAIT ids) is in an arena, and whether in one and the same.
+// Whether every rank's op list of `p` is in an arena, and all in the same one.
 bool all_in_one_arena(const Program& p) {
   const auto arena = p.ops(0).get_allocator().arena();
   if (!arena) return false;
