@@ -48,7 +48,6 @@ void* OpArena::allocate(std::size_t bytes) {
   Chunk& c = chunks_.back();
   void* p = c.base + c.top;
   c.top += need;
-  used_ += need;
   return p;
 }
 
@@ -57,15 +56,14 @@ void OpArena::deallocate(void* p, std::size_t bytes) noexcept {
   const std::lock_guard lock(mutex_);
   if (chunks_.empty()) return;
   Chunk& c = chunks_.back();
-  if (static_cast<char*>(p) + need == c.base + c.top) {
-    c.top -= need;
-    used_ -= need;
-  }
+  if (static_cast<char*>(p) + need == c.base + c.top) c.top -= need;
 }
 
 std::size_t OpArena::used() const {
   const std::lock_guard lock(mutex_);
-  return used_;
+  std::size_t used = 0;
+  for (const Chunk& c : chunks_) used += c.top;
+  return used;
 }
 
 }  // namespace ppsim::schedules

@@ -92,9 +92,8 @@ constexpr std::size_t kArenaMinBytes = std::size_t{8} << 20;
 
 void Program::reserve(int rank, std::size_t n) {
   OpList& list = ops(rank);
-  if (list.capacity() == 0 && !list.get_allocator().arena() &&
-      n * sizeof(Op) * static_cast<std::size_t>(ranks()) >= kArenaMinBytes)
-    use_arena(n * sizeof(Op) * static_cast<std::size_t>(ranks()));
+  if (list.capacity() == 0 && !list.get_allocator().arena())
+    use_arena(n * sizeof(Op) * static_cast<std::size_t>(ranks()));  // nothing under 8 MiB
   list.reserve(n);
 }
 

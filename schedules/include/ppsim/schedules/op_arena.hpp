@@ -40,7 +40,6 @@ class OpArena {
   mutable std::mutex mutex_;
   std::vector<Chunk> chunks_;
   std::size_t chunk_bytes_;
-  std::size_t used_ = 0;
 };
 
 // std::vector's allocator for op lists: from an arena when given one, else from the heap. Copies of
