@@ -2,6 +2,7 @@
 // PyTorch's resource actions parsed, carried, validated and simulated.
 #include <catch2/catch.hpp>
 
+#include "error_of.hpp"
 #include "helpers.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/semantics.hpp"
@@ -122,4 +123,16 @@ TEST_CASE("A WAIT holds at most 65535 request ids: more is refused, not truncate
   Program p(1, schedules::make_placement(schedules::PlacementKind::loop, 1, 1));
   std::vector<std::int32_t> ids(65536, 0);
   CHECK_THROWS_AS(p.push_wait(0, ids), schedules::ParameterError);
+}
+
+TEST_CASE("simulate() refuses a comm op without a peer in a program never validated, also one "
+          "it saw ahead of a compute op's end",
+          "[ops]") {
+  // Rank 0 resumes after 0F0 with 0RECV_F0 a few ops ahead: the engine looks at it then (to
+  // prefetch its tensor's record) before it posts it; stage 0 has no previous stage.
+  const Program p = Program::parse("0F0,0F1,0RECV_F0#0,WAIT(0)\n1F0,1F1\n");
+  REQUIRE(p.ranks() == 2);
+  const auto e = test::error_of<sim::SimulationError>(
+      [&] { sim::simulate(p, test::uniform(p.stages(), 1, 2)); });
+  CHECK(std::string(e.what()) == "rank 0 op 2: 0RECV_F0#0 has no peer on another rank");
 }

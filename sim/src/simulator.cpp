@@ -107,7 +107,8 @@ class Engine {
       throw SimulationError("too many tensors");
     match_.setup(o_.network.matching);
     assign_huge(tensors_, tensors, engine::TensorSlots{});
-    mem_.setup(R_, M_, o_.network.boundary_bytes, sem_.dense());
+    dense_ = sem_.dense();
+    mem_.setup(R_, M_, o_.network.boundary_bytes, dense_);
     ranks_.resize(static_cast<std::size_t>(R_));
     cursor_.assign(static_cast<std::size_t>(R_), nullptr);
     net_.setup(o_.network, R_);
@@ -305,11 +306,35 @@ class Engine {
     __builtin_prefetch(reinterpret_cast<const void*>(next), 0, 2);
     __builtin_prefetch(reinterpret_cast<const void*>(next + 64), 0, 2);
   }
+  // A rank resuming after a compute op posts a few comm ops, each writing its tensor's slot, and
+  // reaches a WAIT that usually awaits a send posted hundreds of events ago. Both are out of
+  // cache by now: their loads start here, while the compute op's end is applied.
+  void prefetch_ahead(int r, const RankState& rs) const {
+    constexpr std::size_t kAhead = 4;
+    const std::size_t end = std::min(rs.n_ops, rs.pc + kAhead);
+    for (std::size_t k = rs.pc; k < end; ++k) {
+      const Op& op = rs.ops[k];
+      if (op.kind == OpKind::WAIT) {
+        for (const std::int32_t request : p_.wait_ids(r, op)) {
+          if (request < 0 || request >= rs.dense_limit) continue;
+          const std::int32_t ep = rs.request_ep[static_cast<std::size_t>(request)];
+          if (ep >= 0) __builtin_prefetch(&eps_[static_cast<std::size_t>(ep)]);
+        }
+        return;
+      }
+      // Only what init_endpoint would index: a program that was not validated may have a comm
+      // op without a peer (init_endpoint says so) or out of range.
+      if (dense_ && schedules::is_comm(op.kind) && sem_.peer_stage(op) >= 0)
+        if (const std::size_t t = tensor_index(op); t < tensors_.size())
+          __builtin_prefetch(tensors_.data() + t);
+    }
+  }
   // Rank r runs from its pc at time t until it blocks, waits for a compute op's end, or is done.
   void issue(int r, double t) {
     RankState& rs = ranks_[static_cast<std::size_t>(r)];
     const Op* ops = rs.ops;
     if (rs.pending_end >= 0) {
+      prefetch_ahead(r, rs);
       end_compute(r, rs, ops[static_cast<std::size_t>(rs.pending_end)], t);
       rs.pending_end = -1;
     }
@@ -743,6 +768,7 @@ class Engine {
   Observer* obs_;
   int S_, M_, R_;
   bool nccl_;
+  bool dense_ = false;  // Semantics::dense(): a tensor's index is arithmetic, never a lookup
   std::int64_t comm_bytes_ = 0;
   EventQueue queue_;
   std::vector<RankState> ranks_;
