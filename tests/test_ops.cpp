@@ -125,9 +125,10 @@ TEST_CASE("A WAIT holds at most 65535 request ids: more is refused, not truncate
   CHECK_THROWS_AS(p.push_wait(0, ids), schedules::ParameterError);
 }
 
-TEST_CASE("simulate() refuses a comm op without a peer in a program never validated, also one "
-          "it saw ahead of a compute op's end",
-          "[ops]") {
+TEST_CASE(
+    "simulate() refuses a comm op without a peer in a program never validated, also one "
+    "it saw ahead of a compute op's end",
+    "[ops]") {
   // Rank 0 resumes after 0F0 with 0RECV_F0 a few ops ahead: the engine looks at it then (to
   // prefetch its tensor's record) before it posts it; stage 0 has no previous stage.
   const Program p = Program::parse("0F0,0F1,0RECV_F0#0,WAIT(0)\n1F0,1F1\n");
