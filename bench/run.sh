@@ -3,7 +3,7 @@
 # @@NAME@@ line of the template is replaced by the output of the command of that name below, so
 # the figures in the document are what the benchmarks printed, never typed by hand.
 # Usage: [BASE=OLD_BUILD_DIR [BASE_TRACE_FORMATS=json,pftrace]] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
-#        ppsim, ppsim_bench_sim, ppsim_bench_phases and ppsim_bench_event_loop built). Prints the tables too.
+#        ppsim and the ppsim_bench_* programs built). Prints the tables too.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build-rel}" && pwd)
@@ -29,13 +29,12 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  # This round's before/after, taken in turns: the --json cases, then the trace ones (P=256 as
-  # .pftrace only: its JSON forms take minutes). Earlier rounds' outputs are kept in the template.
-  run ROUND8J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
-  run ROUND8 python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 1 --filter=--trace \
-    --trace-formats json,json.gz,pftrace --skip "V=2_--trace_.json"
+  # This round's before/after, taken in turns: the --json cases, then the simulator alone.
+  # Earlier rounds' outputs are kept in the template.
+  run ROUND9J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
+  run ROUND9S python3 bench/ab_sim.py "$BASE" "$BUILD" --rounds 3 --reps 5
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND8 ROUND8J; do
+  for name in E2EBASE ROUND9J ROUND9S; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi
@@ -50,6 +49,7 @@ run PHASESAB64 python3 bench/ab_phases.py "$BUILD" $P64 --rounds 3 --reps $((REP
 run LOOP256 "$BUILD/bench/ppsim_bench_event_loop" --ranks 256 --ops 65536 --reps "$REPS"
 run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$REPS"
 run COMPARE bench/compare_threads.sh "$BUILD/cli/ppsim"
+run FIRSTTOUCH "$BUILD/bench/ppsim_bench_first_touch"
 if [ -z "${ONLY:-}" ]; then
 {
   echo "$(date -u +%Y-%m-%d), $(nproc) cpus, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1),"
