@@ -12,7 +12,6 @@
 //   ppsim_bench_first_touch [--mib MIB] [--pause SECONDS]
 #include <fmt/format.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +19,7 @@
 #include <cstring>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 namespace {
 
