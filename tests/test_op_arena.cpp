@@ -1,5 +1,6 @@
 // OpArena and the Programs that keep their op lists in one: blocks never overlap, the top block
 // gives its memory back, lists are exactly their size, copies leave the arena and moves keep it.
+#include <sys/mman.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 
 #include "helpers.hpp"
 #include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/schedules/jobs.hpp"
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/schedules/op_arena.hpp"
 #include "ppsim/schedules/program.hpp"
@@ -180,4 +183,88 @@ TEST_CASE("a list in an arena still grows and shrinks like any vector") {
   CHECK(ppsim::test::rank_line(p, 2) == before);
   p.push_wait(2, std::vector<std::int32_t>{0, 1});
   CHECK(p.op_text(2, p.ops(2).back()) == "WAIT(0;1)");
+}
+
+namespace {
+
+// Whether this kernel faults memory in on request (MADV_POPULATE_WRITE, Linux 5.14) and ppsim may
+// use a second thread here: only then does populate() fault anything in.
+bool populate_works() {
+#ifdef MADV_POPULATE_WRITE
+  if (ppsim::schedules::jobs_here() < 2) return false;
+  void* probe = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (probe == MAP_FAILED) return false;
+  const bool ok = madvise(probe, 4096, MADV_POPULATE_WRITE) == 0;
+  munmap(probe, 4096);
+  return ok;
+#else
+  return false;
+#endif
+}
+
+// How many of the 4 KiB pages in [p, p + bytes) are resident.
+std::size_t resident_pages(const void* p, std::size_t bytes) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{4095};
+  const std::size_t pages = (reinterpret_cast<std::uintptr_t>(p) + bytes - begin + 4095) / 4096;
+  std::vector<unsigned char> in(pages);
+  REQUIRE(mincore(reinterpret_cast<void*>(begin), pages * 4096, in.data()) == 0);
+  return static_cast<std::size_t>(
+      std::count_if(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; }));
+}
+
+}  // namespace
+
+TEST_CASE("populate faults fresh memory in and leaves written memory as it was", "[threads]") {
+  constexpr std::size_t kBytes = std::size_t{40} << 20;
+  std::vector<unsigned char> written(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) written[i] = static_cast<unsigned char>(i * 31 + 7);
+  ppsim::schedules::populate(written.data() + 5, kBytes - 5);
+  bool same = true;
+  for (std::size_t i = 0; i < kBytes; ++i)
+    same = same && written[i] == static_cast<unsigned char>(i * 31 + 7);
+  CHECK(same);
+
+  void* fresh = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(fresh != MAP_FAILED);
+  CHECK(resident_pages(fresh, kBytes) == 0);
+  ppsim::schedules::populate(fresh, kBytes);
+  if (populate_works()) CHECK(resident_pages(fresh, kBytes) == kBytes / 4096);
+  const auto* bytes = static_cast<const unsigned char*>(fresh);
+  CHECK(std::all_of(bytes, bytes + kBytes, [](unsigned char c) { return c == 0; }));
+  // Small ranges are left to their first write.
+  void* small = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(small != MAP_FAILED);
+  ppsim::schedules::populate(small, 1 << 20);
+  CHECK(resident_pages(small, 1 << 20) == 0);
+  munmap(small, 1 << 20);
+  munmap(fresh, kBytes);
+}
+
+TEST_CASE("OpArena: memory ahead of the top is faulted in; lists written meanwhile keep theirs",
+          "[threads]") {
+  constexpr std::size_t kBlock = 256 << 10;
+  OpArena arena(std::size_t{96} << 20);
+  auto* first = static_cast<unsigned char*>(arena.allocate(kBlock));
+  // The next kPopulateMinBytes past the top are in before anything is written there.
+  if (populate_works())
+    CHECK(resident_pages(first + kBlock, ppsim::schedules::kPopulateMinBytes) ==
+          ppsim::schedules::kPopulateMinBytes / 4096);
+  std::memset(first, 0x5a, kBlock);
+  // Two writers, each faulting the arena ahead as it allocates, while the other writes.
+  std::vector<std::vector<unsigned char*>> got(2);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 2; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < 150; ++i) {
+        auto* p = static_cast<unsigned char*>(arena.allocate(kBlock));
+        std::memset(p, 0x10 + t, kBlock);
+        got[static_cast<std::size_t>(t)].push_back(p);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(std::all_of(first, first + kBlock, [](unsigned char c) { return c == 0x5a; }));
+  for (int t = 0; t < 2; ++t)
+    for (const unsigned char* p : got[static_cast<std::size_t>(t)])
+      CHECK(std::all_of(p, p + kBlock, [t](unsigned char c) { return c == 0x10 + t; }));
 }

@@ -77,6 +77,23 @@ TEST_CASE("byte counts that would overflow are refused naming the key", "[overfl
                 "comm.boundary_bytes", "above the 2^62 bytes");
 }
 
+TEST_CASE("a program checked on several threads names the first rank over a bound",
+          "[overflow][threads]") {
+  // 1F1B P=8 M=16384 blocking, about 650,000 ops: counted in two blocks of ranks where two
+  // threads run. The middle ranks post 4 comm ops per microbatch, the end ones 2: with 1.5 x 2^46
+  // bytes per buffer only ranks 1-6 could pass 2^62 bytes, and rank 1, the first in rank order,
+  // is named whichever block finishes first.
+  json j = with(with(base(), "schedule", "ranks", 8), "schedule", "microbatches", 16384);
+  j = with(with(j, "comm", "style", "blocking"), "comm", "boundary_bytes", 3LL << 45);
+  j = with(j, "memory", "activation_bytes", 0);
+  for (int rep = 0; rep < 5; ++rep)
+    CHECK_REFUSED(j, "comm.boundary_bytes", "rank 1's memory could reach");
+  // The same program with buffers that fit: the forward counts of both blocks, merged, give the
+  // run's bound on time, 131,072 forwards x 1e10 (half of them would stay under 1e15).
+  json slow = with(with(j, "comm", "boundary_bytes", 1), "costs", "forward", 1e10);
+  CHECK_REFUSED(slow, "costs.forward", "the run could last up to 1.311e+15");
+}
+
 TEST_CASE("byte counts at the bounds give exact figures", "[overflow]") {
   const std::int64_t max = 1LL << 53;
   json j = with(base(), "comm", "boundary_bytes", max);

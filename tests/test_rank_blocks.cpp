@@ -1,6 +1,7 @@
 // Lowering and validation on several threads: the ranks are cut into contiguous blocks of about
 // equal work, and the result (the lowered program, the list of diagnostics with its cap) is the
 // same in any thread count, on every generator and style and on programs broken at random.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
@@ -143,6 +144,39 @@ TEST_CASE("for_rank_blocks: every block once; the lowest failing block's excepti
                                                                 " rank " + std::to_string(first));
                                    }),
         "block 1 rank 3");
+  }
+}
+
+TEST_CASE("for_each_rank: every rank once on any worker count; the lowest failing rank's error",
+          "[rank_blocks][threads]") {
+  for (int ranks : {0, 1, 5, 100}) {
+    for (unsigned workers : {1u, 2u, 3u, 8u, 64u, 200u}) {
+      INFO("ranks " << ranks << " workers " << workers);
+      std::vector<std::atomic<int>> seen(static_cast<std::size_t>(ranks));
+      std::atomic<unsigned> highest_worker{0};
+      schedules::for_each_rank(ranks, workers, [&](unsigned w, int r) {
+        ++seen[static_cast<std::size_t>(r)];
+        unsigned h = highest_worker.load();
+        while (w > h && !highest_worker.compare_exchange_weak(h, w)) {
+        }
+      });
+      for (const auto& n : seen) CHECK(n.load() == 1);
+      CHECK(highest_worker.load() < std::max(1u, workers));
+    }
+  }
+  // Ranks 37 and above throw (each with its number): a loop in order stops at 37; so must this,
+  // whichever worker reaches a higher failing rank first.
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<std::atomic<int>> seen(100);
+    CHECK_THROWS_WITH(
+        schedules::for_each_rank(100, 4,
+                                 [&](unsigned, int r) {
+                                   ++seen[static_cast<std::size_t>(r)];
+                                   if (r >= 37)
+                                     throw std::runtime_error("rank " + std::to_string(r));
+                                 }),
+        "rank 37");
+    for (int r = 0; r <= 37; ++r) CHECK(seen[static_cast<std::size_t>(r)].load() == 1);
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/op.hpp"
+#include "ppsim/schedules/rank_blocks.hpp"
 
 namespace ppsim::config {
 
@@ -266,28 +267,32 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   // An upper bound on the makespan: until the run ends some op or transfer is in progress, so
   // it is at most every compute op's duration plus every transfer's time, one after another.
   Blame time;
-  // Counted in integers (exact, and a double's ++ made one long dependency chain over every op)
-  // and turned into doubles where they are used.
-  std::uint64_t sends = 0;
+  // Sends are counted in integers (exact, and a double's ++ made one long dependency chain over
+  // every op) and turned into doubles where they are used.
   Blame total_bytes;
   const double xfer_bw = m.network.bandwidth > 0
                              ? static_cast<double>(m.network.boundary_bytes) / m.network.bandwidth
                              : 0.0;
-  // Compute ops counted per (stage, kind) first: keys are formatted per stage, not per op.
+  // Compute ops counted per (stage, kind) first: keys are formatted per stage, not per op. Ranks
+  // are counted in blocks on several threads (a pass over every op); the counts are integers, so
+  // their sum is the same in any order, and the lowest block's error is the first in rank order.
   const std::size_t S = m.costs.stages.size();
-  std::vector<std::array<std::uint64_t, 4>> count(S, {0, 0, 0, 0});  // F, B, I, W
-  std::vector<std::uint64_t> pairs(S, 0);  // overlapped pairs by their forward's stage
+  struct Tally {
+    std::vector<std::array<std::uint64_t, 4>> count;  // F, B, I, W
+    std::vector<std::uint64_t> pairs;                 // overlapped pairs by their forward's stage
+    std::uint64_t sends = 0;
+  };
   std::vector<double> chunks(static_cast<std::size_t>(p.ranks()), 0);
   for (const auto& pl : p.placement())
     if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
-  for (int r = 0; r < p.ranks(); ++r) {
+  auto check_rank = [&](int r, Tally& tally) {
     std::uint64_t f_parts = 0, comm = 0;
     auto compute = [&](const schedules::Op& op) {
       if (op.kind == OpKind::F) ++f_parts;
       const int k = compute_column(op.kind);
       if (op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && k >= 0) {
         check_split_cost(c, p, m, r, op);
-        ++count[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(k)];
+        ++tally.count[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(k)];
       }
     };
     for (const schedules::Op& op : p.ops(r)) {
@@ -295,12 +300,12 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
         for (const schedules::Op& part : p.parts(r, op)) compute(part);
         if (const auto parts = p.parts(r, op);
             !parts.empty() && parts[0].stage >= 0 && static_cast<std::size_t>(parts[0].stage) < S)
-          ++pairs[static_cast<std::size_t>(parts[0].stage)];
+          ++tally.pairs[static_cast<std::size_t>(parts[0].stage)];
       } else if (schedules::is_compute(op.kind)) {
         compute(op);
       } else if (schedules::is_comm(op.kind)) {
         ++comm;
-        if (schedules::is_send(op.kind)) ++sends;
+        if (schedules::is_send(op.kind)) ++tally.sends;
       }
     }
     // The most a rank can hold at once: all it ever takes, none of it freed.
@@ -321,7 +326,27 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
                       "64-bit counter holds with margin; lower {}",
                       r, peak.total(), peak.parts(), peak.top()));
     }
+  };
+  const std::vector<int> bounds = schedules::rank_blocks(p, 0);
+  std::vector<Tally> tallies(bounds.size() - 1);
+  for (Tally& t : tallies) {
+    t.count.assign(S, {0, 0, 0, 0});
+    t.pairs.assign(S, 0);
   }
+  schedules::for_rank_blocks(bounds, [&](std::size_t b, int first, int end) {
+    for (int r = first; r < end; ++r) check_rank(r, tallies[b]);
+  });
+  Tally& all = tallies[0];
+  for (std::size_t b = 1; b < tallies.size(); ++b) {
+    for (std::size_t st = 0; st < S; ++st) {
+      for (std::size_t k = 0; k < 4; ++k) all.count[st][k] += tallies[b].count[st][k];
+      all.pairs[st] += tallies[b].pairs[st];
+    }
+    all.sends += tallies[b].sends;
+  }
+  const auto& count = all.count;
+  const auto& pairs = all.pairs;
+  const std::uint64_t sends = all.sends;
   for (std::size_t st = 0; st < S; ++st) {
     const StageCost& sc = m.costs.stages[st];
     const int stage = static_cast<int>(st);

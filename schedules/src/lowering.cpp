@@ -85,19 +85,23 @@ Program lower(const Program& compute, const LoweringOptions& options) {
   out.ensure_ranks(compute.ranks());
   out.use_arena(compute.total_ops() * kOpsPerComputeHint * sizeof(Op));
   // Ranks are lowered independently (each writes only its own lists), on several threads when the
-  // program is large enough for that to pay. Each thread lowers into scratch lists, which stay
+  // program is large enough for that to pay, each taking the next rank: a rank's cost is mostly
+  // page faults, uneven from thread to thread. Each thread lowers into scratch lists, which stay
   // faulted in from rank to rank.
-  for_rank_blocks(rank_blocks(compute, options.threads), [&](std::size_t, int first, int end) {
+  struct Scratch {
     std::vector<Op> ops;
     std::vector<std::int32_t> wait_ids;
-    for (int r = first; r < end; ++r) {
-      ops.clear();
-      wait_ids.clear();
-      ops.reserve(compute.ops(r).size() * kOpsPerComputeHint + 64);
-      RankLowering l(compute, out, ops, wait_ids, r, params, options.groups);
-      style->lower_rank(l);
-      out.set_ops(r, ops, wait_ids);
-    }
+  };
+  const unsigned workers = blocks_for(compute.total_ops(), options.threads);
+  std::vector<Scratch> scratch(workers);
+  for_each_rank(compute.ranks(), workers, [&](unsigned worker, int r) {
+    auto& [ops, wait_ids] = scratch[worker];
+    ops.clear();
+    wait_ids.clear();
+    ops.reserve(compute.ops(r).size() * kOpsPerComputeHint + 64);
+    RankLowering l(compute, out, ops, wait_ids, r, params, options.groups);
+    style->lower_rank(l);
+    out.set_ops(r, ops, wait_ids);
   });
   return out;
 }

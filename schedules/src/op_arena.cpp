@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ppsim/schedules/huge_pages.hpp"
+
 namespace ppsim::schedules {
 
 namespace {
@@ -43,11 +45,21 @@ void OpArena::add_chunk(std::size_t min_bytes) {
 
 void* OpArena::allocate(std::size_t bytes) {
   const std::size_t need = round_up(std::max<std::size_t>(bytes, 1), kAlign);
-  const std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (chunks_.empty() || chunks_.back().size - chunks_.back().top < need) add_chunk(need);
   Chunk& c = chunks_.back();
   void* p = c.base + c.top;
   c.top += need;
+  char* ahead = nullptr;
+  std::size_t ahead_bytes = 0;
+  if (c.top > c.populated) {
+    const std::size_t upto = std::min(c.size, round_up(c.top + kPopulateMinBytes, kHuge));
+    ahead = c.base + c.populated;
+    ahead_bytes = upto - c.populated;
+    c.populated = upto;
+  }
+  lock.unlock();  // other threads allocate meanwhile; populate leaves contents as they are
+  if (ahead_bytes > 0) populate(ahead, ahead_bytes);
   return p;
 }
 

@@ -15,6 +15,7 @@
 #include "engine/streams.hpp"
 #include "ppsim/config/op_duration.hpp"
 #include "ppsim/record/wait_graph.hpp"
+#include "ppsim/schedules/rank_blocks.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
 // The orchestrator: issues each rank's ops in program order, wakes ranks, and calls the parts in
@@ -118,6 +119,27 @@ class Engine {
     // Request ids up to a small multiple of the rank's ops (lowering numbers them 0..n-1) are
     // looked up in one table, each rank a slice of it on huge pages: per-rank tables grown by
     // doubling cost a copy and twice the page faults, and TLB misses on every lookup.
+    // Each rank's comm ops and request ids are counted on several threads (a pass over every op),
+    // then laid out in rank order.
+    std::vector<std::size_t> comm_ops(static_cast<std::size_t>(R_));
+    std::vector<std::int32_t> dense_ids(static_cast<std::size_t>(R_));
+    schedules::for_rank_blocks(schedules::rank_blocks(p_, 0), [&](std::size_t, int first, int end) {
+      for (int r = first; r < end; ++r) {
+        const auto& ops = p_.ops(r);
+        const auto limit = static_cast<std::int32_t>(
+            std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
+        std::size_t comm = 0;
+        std::int32_t dense = 0;  // one more than the largest request id below the limit
+        for (const Op& op : ops) {
+          if (!schedules::is_comm(op.kind)) continue;
+          ++comm;
+          if (op.async && op.request >= 0 && op.request < limit)
+            dense = std::max(dense, op.request + 1);
+        }
+        comm_ops[static_cast<std::size_t>(r)] = comm;
+        dense_ids[static_cast<std::size_t>(r)] = dense;
+      }
+    });
     std::size_t n_eps = 0, n_requests = 0;
     std::vector<std::size_t> request_base(static_cast<std::size_t>(R_));
     for (int r = 0; r < R_; ++r) {
@@ -127,21 +149,13 @@ class Engine {
       rs.ops = ops.data();
       cursor_[static_cast<std::size_t>(r)] = rs.ops;
       rs.n_ops = ops.size();
-      const auto limit = static_cast<std::int32_t>(
-          std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
-      std::int32_t dense = 0;  // one more than the largest request id below the limit
-      for (const Op& op : ops) {
-        if (!schedules::is_comm(op.kind)) continue;
-        ++n_eps;
-        if (op.async && op.request >= 0 && op.request < limit)
-          dense = std::max(dense, op.request + 1);
-      }
+      n_eps += comm_ops[static_cast<std::size_t>(r)];
       if (n_eps >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
         throw SimulationError("too many communication ops");
       // Ids in [dense, limit) are never posted: a WAIT on one finds it in neither place.
-      rs.dense_limit = dense;
+      rs.dense_limit = dense_ids[static_cast<std::size_t>(r)];
       request_base[static_cast<std::size_t>(r)] = n_requests;
-      n_requests += static_cast<std::size_t>(dense);
+      n_requests += static_cast<std::size_t>(rs.dense_limit);
     }
     assign_huge(request_table_, n_requests, kNoEndpoint);
     for (int r = 0; r < R_; ++r)

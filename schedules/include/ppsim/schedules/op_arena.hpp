@@ -14,7 +14,9 @@
 namespace ppsim::schedules {
 
 // A bump allocator over huge-page-advised anonymous mappings. Thread-safe. A freed block returns
-// its memory only when it was the last one handed out; the rest comes back with the arena.
+// its memory only when it was the last one handed out; the rest comes back with the arena. Memory
+// up to kPopulateMinBytes past the top is faulted in ahead on spare cores (populate): a generator
+// writes its lists on one thread, and faults were most of its time.
 class OpArena {
  public:
   // `capacity_hint`: bytes the first mapping reserves (address space: only touched pages cost).
@@ -34,6 +36,7 @@ class OpArena {
     char* base;
     std::size_t size;
     std::size_t top;
+    std::size_t populated = 0;  // the start faulted in ahead of `top` (populate)
   };
   void add_chunk(std::size_t min_bytes);
 

@@ -3,8 +3,10 @@
 // blocks of about equal work, one thread per block, so that block b's results all come after block
 // b-1's and merging them in block order gives what one loop over the ranks gives.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <exception>
+#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -64,6 +66,53 @@ void for_rank_blocks(const std::vector<int>& bounds, Fn&& f) {
   for (auto& t : pool) t.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+// Runs f(worker, rank) once for each rank in [0, ranks) on `workers` threads (worker 0 is the
+// calling thread), each taking the next rank not yet taken: for per-rank work whose cost does not
+// follow a weight known up front (lowering, where first-touched memory costs more on one thread
+// than on another). f must write only its rank's state and its worker's. If some ranks throw, the
+// exception of the lowest such rank is rethrown after all have stopped: the one a loop over the
+// ranks in order would have thrown first.
+template <typename Fn>
+void for_each_rank(int ranks, unsigned workers, Fn&& f) {
+  std::atomic<int> next{0};
+  std::mutex error_mutex;
+  int error_rank = ranks;  // the lowest rank that threw so far
+  std::exception_ptr error;
+  auto work = [&](unsigned worker) {
+    const ParallelWorkScope scope;
+    while (true) {
+      const int r = next.fetch_add(1, std::memory_order_relaxed);
+      if (r >= ranks) return;
+      {
+        const std::lock_guard lock(error_mutex);
+        if (r > error_rank) return;  // a loop in order would have stopped before it
+      }
+      try {
+        f(worker, r);
+      } catch (...) {
+        const std::lock_guard lock(error_mutex);
+        if (r < error_rank) {
+          error_rank = r;
+          error = std::current_exception();
+        }
+      }
+    }
+  };
+  const unsigned n = std::max(1u, std::min(workers, static_cast<unsigned>(std::max(ranks, 1))));
+  std::vector<std::thread> pool;
+  pool.reserve(n - 1);
+  for (unsigned w = 1; w < n; ++w) {
+    try {
+      pool.emplace_back(work, w);
+    } catch (const std::system_error&) {
+      break;  // the workers started take its ranks
+    }
+  }
+  work(0);
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace ppsim::schedules
