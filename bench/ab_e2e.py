@@ -4,7 +4,7 @@ build's runs are never all at one end of the hour), printed as one markdown tabl
 best CPU seconds per case and round.
 
   bench/ab_e2e.py BEFORE_BUILD AFTER_BUILD [--rounds N] [--reps N] [--filter TEXT]
-                  [--trace-formats json,json.gz,pftrace] [--skip TEXT]...
+                  [--trace-formats json,json.gz,pftrace] [--skip TEXT]... [--pause S]
 (the trace cases run --reps times too; without --trace-formats they are left out)
 """
 import argparse
@@ -21,7 +21,7 @@ def run(build, args):
     out = subprocess.run([sys.executable, os.path.join(SRC, "bench", "e2e.py"), "--build", build,
                           "--reps", str(args.reps), "--trace-reps", str(args.reps),
                           f"--filter={args.filter}", "--trace-formats", args.trace_formats,
-                          "--json"] + skips, capture_output=True, text=True, check=True)
+                          "--pause", str(args.pause), "--json"] + skips, capture_output=True, text=True, check=True)
     return {c["case"]: c for c in json.loads(out.stdout)["cases"] if "best_wall" in c}
 
 
@@ -34,13 +34,15 @@ def main():
     ap.add_argument("--filter", default="--json", help="cases whose name contains TEXT")
     ap.add_argument("--trace-formats", default="none", help="as bench/e2e.py's")
     ap.add_argument("--skip", action="append", default=[], help="as bench/e2e.py's")
+    ap.add_argument("--pause", type=float, default=0.0, help="as bench/e2e.py's")
     args = ap.parse_args()
     results = {"before": [], "after": []}
     for _ in range(args.rounds):
         for side in ("before", "after"):
             results[side].append(run(getattr(args, side), args))
     cases = list(results["after"][0].keys())
-    print(f"best of {args.reps} runs each, {args.rounds} rounds in turns; "
+    pause = f", each after a {args.pause:g} s pause (cold memory)" if args.pause > 0 else ""
+    print(f"best of {args.reps} runs each{pause}, {args.rounds} rounds in turns; "
           "wall s / CPU s, then peak RSS")
     print()
     print("| case | before | after | target |")

@@ -13,7 +13,12 @@ The "simulator alone" row runs ppsim_bench_sim's P=256 metrics-only case (sim::s
 program generated and lowered before the clock starts).
 
   bench/e2e.py [--build DIR] [--reps N] [--trace-reps N] [--trace-formats json,json.gz,pftrace]
-               [--filter TEXT] [--json]
+               [--filter TEXT] [--pause S] [--json]
+
+--pause S sleeps S seconds before each run. This project's VMs hand memory that stays free for
+about a second back to their host, and a run that finds its memory there faults it in at
+0.4-1 GB/s instead of ~17 (bench/first_touch.cpp): with --pause 3 every run is such a "cold" run,
+as a user's first run after a pause is; without it, runs back to back are mostly warm.
 """
 import argparse
 import json
@@ -53,7 +58,7 @@ def run_once(argv, stdout_path):
     return wall, cpu, usage.ru_maxrss * 1024, child.returncode, err.decode(errors="replace")
 
 
-def measure(ppsim, case, ext, reps, tmp):
+def measure(ppsim, case, ext, reps, tmp, pause=0.0):
     name, args, trace, target_s, target_mib = case
     argv = [ppsim, "run"] + args
     trace_file = None
@@ -63,6 +68,8 @@ def measure(ppsim, case, ext, reps, tmp):
         name = f"{name} .{ext}"
     walls, cpus, peaks, size = [], [], [], None
     for _ in range(reps):
+        if pause > 0:
+            time.sleep(pause)
         wall, cpu, peak, rc, err = run_once(argv, os.path.join(tmp, "stdout"))
         if rc != 0:
             return {"case": name, "ok": False,
@@ -155,6 +162,8 @@ def main():
     ap.add_argument("--skip", action="append", default=[],
                     help="leave out the cases whose name contains TEXT, '_' standing for a space "
                          "(repeatable)")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds to sleep before each run, so that it finds its memory cold")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args()
     args.skip = [k.replace("_", " ") for k in args.skip]
@@ -177,7 +186,7 @@ def main():
                 reps = args.reps
                 if ext:
                     reps = args.trace_reps or (args.reps if case[3] < 1 else 1)
-                results.append(measure(ppsim, case, ext, max(1, reps), tmp))
+                results.append(measure(ppsim, case, ext, max(1, reps), tmp, args.pause))
     if args.filter in "simulator alone" and not any(k in "simulator alone" for k in args.skip):
         print("running simulator alone ...", file=sys.stderr, flush=True)
         results.append(measure_sim(bench_sim, args.reps))

@@ -286,7 +286,7 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   for (const auto& pl : p.placement())
     if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
   auto check_rank = [&](int r, Tally& tally) {
-    std::uint64_t f_parts = 0, comm = 0;
+    std::uint64_t f_parts = 0, comm = 0, sends = 0;
     auto compute = [&](const schedules::Op& op) {
       if (op.kind == OpKind::F) ++f_parts;
       const int k = compute_column(op.kind);
@@ -305,9 +305,10 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
         compute(op);
       } else if (schedules::is_comm(op.kind)) {
         ++comm;
-        if (schedules::is_send(op.kind)) ++tally.sends;
+        if (schedules::is_send(op.kind)) ++sends;
       }
     }
+    tally.sends += sends;
     // The most a rank can hold at once: all it ever takes, none of it freed.
     const double statics = static_cast<double>(m.memory.static_bytes) *
                            chunks[static_cast<std::size_t>(r)],
