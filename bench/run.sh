@@ -24,6 +24,8 @@ run() {  # NAME, then the command; its stdout becomes @@NAME@@
   { echo "\$ ${*/#$BUILD/build-rel}"; "$@"; } | tee "$TMP/$name"
 }
 cd "$SRC"
+P64="configs/1f1b.json --set schedule.ranks=64 --set schedule.microbatches=1024"
+P256="configs/interleaved-1f1b.json --set schedule.ranks=256 --set schedule.microbatches=4096"
 if [ "${RENDER_ONLY:-0}" != 1 ]; then
 run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
@@ -31,17 +33,17 @@ if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
   # This round's before/after, taken in turns: the --json cases, then the simulator alone.
   # Earlier rounds' outputs are kept in the template.
-  run ROUND9J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
-  run ROUND9S python3 bench/ab_sim.py "$BASE" "$BUILD" --rounds 3 --reps 5
+  run ROUND10C python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 4 --reps 2 --pause 3
+  run ROUND10J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
+  run ROUND10P python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS" --against "$BASE"
+  run ROUND10S python3 bench/ab_sim.py "$BASE" "$BUILD" --rounds 3 --reps 5
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND9J ROUND9S; do
+  for name in E2EBASE ROUND10C ROUND10J ROUND10P ROUND10S; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi
 run SIM "$BUILD/bench/ppsim_bench_sim" --reps "$REPS"
 # Phase by phase, on all cores and on one (lowering and validation use the cores).
-P64="configs/1f1b.json --set schedule.ranks=64 --set schedule.microbatches=1024"
-P256="configs/interleaved-1f1b.json --set schedule.ranks=256 --set schedule.microbatches=4096"
 run PHASES64 "$BUILD/bench/ppsim_bench_phases" $P64 --reps $((REPS + 2))
 run PHASES256 "$BUILD/bench/ppsim_bench_phases" $P256 --reps "$REPS"
 run PHASESAB python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS"
