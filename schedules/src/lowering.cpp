@@ -88,7 +88,7 @@ Program lower(const Program& compute, const LoweringOptions& options) {
   // program is large enough for that to pay, each taking the next rank: a rank's cost is mostly
   // page faults, uneven from thread to thread. Each thread lowers into scratch lists, which stay
   // faulted in from rank to rank.
-  struct Scratch {
+  struct alignas(64) Scratch {  // a cache line each: emit's push_backs write the vectors' ends
     std::vector<Op> ops;
     std::vector<std::int32_t> wait_ids;
   };
