@@ -267,8 +267,6 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   // An upper bound on the makespan: until the run ends some op or transfer is in progress, so
   // it is at most every compute op's duration plus every transfer's time, one after another.
   Blame time;
-  // Sends are counted in integers (exact, and a double's ++ made one long dependency chain over
-  // every op) and turned into doubles where they are used.
   Blame total_bytes;
   const double xfer_bw = m.network.bandwidth > 0
                              ? static_cast<double>(m.network.boundary_bytes) / m.network.bandwidth
@@ -286,6 +284,8 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
   for (const auto& pl : p.placement())
     if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
   auto check_rank = [&](int r, Tally& tally) {
+    // Counted in integers (exact, and a double's ++ made one long dependency chain over every op)
+    // and in locals (through `tally` every ++ was a store), turned into doubles where used.
     std::uint64_t f_parts = 0, comm = 0, sends = 0;
     auto compute = [&](const schedules::Op& op) {
       if (op.kind == OpKind::F) ++f_parts;
