@@ -7,7 +7,9 @@
 // just freed, is usually handed back). The pause of PAUSE seconds lets a VM with free page
 // reporting (a virtio balloon) return memory freed before to the host, so the first touch is as for
 // a new process. Then a memset of the touched memory, for the speed of writing memory that is
-// already there.
+// already there. Last, with 2 MiB pages after a pause: the same memory faulted in by
+// schedules::populate (MADV_POPULATE_WRITE on ppsim's threads, as its large tables are) against
+// one thread doing the same, for what the second core buys.
 //
 //   ppsim_bench_first_touch [--mib MIB] [--pause SECONDS]
 #include <fmt/format.h>
@@ -17,9 +19,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+
+#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/schedules/jobs.hpp"
 
 namespace {
 
@@ -29,9 +35,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Seconds to touch `bytes` of fresh memory; with `then_memset`, also the seconds of a memset of
-// it once touched.
-std::pair<double, double> touch(std::size_t bytes, bool huge, bool then_memset) {
+enum class Fault { write, populate_one, populate_all };
+
+// Seconds to touch `bytes` of fresh memory (a write per page, or MADV_POPULATE_WRITE on one
+// thread or through schedules::populate); with `then_memset`, also the seconds of a memset of it
+// once touched.
+std::pair<double, double> touch(std::size_t bytes, bool huge, bool then_memset,
+                                Fault how = Fault::write) {
   void* raw =
       mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) {
@@ -42,7 +52,15 @@ std::pair<double, double> touch(std::size_t bytes, bool huge, bool then_memset) 
       reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(raw) + kHuge - 1) & ~(kHuge - 1));
   madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   const auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(p)[i] = 1;
+  if (how == Fault::populate_all) {
+    ppsim::schedules::populate(p, bytes);
+  } else if (how == Fault::populate_one) {
+#ifdef MADV_POPULATE_WRITE
+    madvise(p, bytes, MADV_POPULATE_WRITE);
+#endif
+  } else {
+    for (std::size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(p)[i] = 1;
+  }
   const double first = seconds_since(t0);
   double again = 0;
   if (then_memset) {
@@ -90,5 +108,19 @@ int main(int argc, char** argv) {
     row("again at once (memory just freed)", warm);
     row("memset of that memory, once touched", memset_s);
   }
+#ifdef MADV_POPULATE_WRITE
+  // populate() leaves small ranges, and everything on one thread, to the first write.
+  const unsigned jobs = ppsim::schedules::jobs_here();
+  if (bytes < ppsim::schedules::kPopulateMinBytes || jobs < 2) return 0;
+  auto row = [&](const std::string& when, double s) {
+    fmt::print("{:<10} {:<34} {:>9.3f} {:>8.2f}\n", "2 MiB", when, s,
+               static_cast<double>(bytes) / s / 1e9);
+  };
+  std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+  row("populate, 1 thread, after a pause", touch(bytes, true, false, Fault::populate_one).first);
+  std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+  row(fmt::format("populate, {} threads, after a pause", jobs),
+      touch(bytes, true, false, Fault::populate_all).first);
+#endif
   return 0;
 }
