@@ -21,7 +21,8 @@ def run(build, args):
     out = subprocess.run([sys.executable, os.path.join(SRC, "bench", "e2e.py"), "--build", build,
                           "--reps", str(args.reps), "--trace-reps", str(args.reps),
                           f"--filter={args.filter}", "--trace-formats", args.trace_formats,
-                          "--pause", str(args.pause), "--json"] + skips, capture_output=True, text=True, check=True)
+                          "--pause", str(args.pause), "--json"] + skips,
+                         capture_output=True, text=True, check=True)
     return {c["case"]: c for c in json.loads(out.stdout)["cases"] if "best_wall" in c}
 
 
