@@ -29,7 +29,7 @@
 
 namespace {
 
-constexpr std::size_t kHuge = std::size_t{2} << 20;
+constexpr std::size_t kHuge = ppsim::schedules::kHugePageBytes;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

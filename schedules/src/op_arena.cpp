@@ -10,7 +10,7 @@
 namespace ppsim::schedules {
 
 namespace {
-constexpr std::size_t kHuge = std::size_t{2} << 20;
+constexpr std::size_t kHuge = kHugePageBytes;
 constexpr std::size_t kAlign = 64;  // a cache line: no two ranks' lists share one
 
 std::size_t round_up(std::size_t n, std::size_t to) {

@@ -10,14 +10,18 @@
 
 namespace ppsim::schedules {
 
+// A transparent huge page on x86-64: what the tables below are aligned and faulted in by.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
 // Below this, populate() leaves the memory to be faulted in where it is first written.
 inline constexpr std::size_t kPopulateMinBytes = std::size_t{16} << 20;
 
 // Faults [p, p + bytes) in, writable, on jobs_here() threads when it is at least
 // kPopulateMinBytes. Memory touched for the first time costs 0.4-1 GB/s per thread in a VM whose
-// host must back it again, and the host serves two threads' faults nearly twice as fast as one's
-// (bench/first_touch.cpp). The contents are unchanged: other threads may be writing there. Advice
-// only: a kernel without MADV_POPULATE_WRITE (before 5.14) changes nothing.
+// host must back it again, and two threads fault it in 1.2 to 2.4 times as fast as one
+// (ppsim_bench_first_touch, bench/first_touch.cpp). The contents are unchanged: other threads may
+// be writing there. Advice only: a kernel without MADV_POPULATE_WRITE (before 5.14) changes
+// nothing.
 void populate(void* p, std::size_t bytes);
 
 // Sizes `v` to n copies of `value`, asking the kernel for transparent huge pages before the memory
@@ -29,7 +33,7 @@ void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
   v.shrink_to_fit();
   v.reserve(n);
 #ifdef MADV_HUGEPAGE
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  constexpr std::uintptr_t kHuge = kHugePageBytes;
   std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(v.data());
   std::uintptr_t end = begin + n * sizeof(T);
   begin = (begin + kHuge - 1) & ~(kHuge - 1);
