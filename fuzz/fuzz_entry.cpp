@@ -150,6 +150,17 @@ bool negative_bytes(const json& j) {
   return false;
 }
 
+// The engine runs on programs validation has not passed (sim::analyze overlaps the two and drops
+// the run when validation finds a fatal error): it may refuse one, never crash or hang on it.
+void simulate_unvalidated(const schedules::Program& program, const config::Model& model) {
+  try {
+    (void)sim::simulate(program, model);
+  } catch (const sim::SimulationError&) {
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+}
+
 }  // namespace
 
 Outcome config_entry(std::string_view bytes) {
@@ -179,6 +190,21 @@ Outcome oplist_entry(std::string_view bytes) {
   }
   if (again != text)
     throw std::logic_error(fmt::format("to_text -> parse -> to_text changed\n{}\n{}", text, again));
+  // Under each p2p semantics and matching, with a finite link so that transfers queue.
+  const std::size_t cells =
+      static_cast<std::size_t>(p.stages()) * static_cast<std::size_t>(p.microbatches());
+  if (p.ranks() <= kMaxDimension && cells <= static_cast<std::size_t>(kMaxProduct)) {
+    config::Model model{config::CostModel::uniform(p.stages(), {}), {}, {}};
+    model.network.bandwidth = 4;
+    model.network.boundary_bytes = 8;
+    model.memory.activation_bytes = 16;
+    for (auto semantics : {config::P2pSemantics::mpi, config::P2pSemantics::nccl})
+      for (auto matching : {config::Matching::tag, config::Matching::fifo}) {
+        model.network.semantics = semantics;
+        model.network.matching = matching;
+        simulate_unvalidated(p, model);
+      }
+  }
   return Outcome::accepted;
 }
 
@@ -218,6 +244,7 @@ Outcome pipeline_entry(std::string_view bytes) {
     const config::Config cfg = config::parse_config(j, kSource);
     const config::Prepared prepared = config::prepare(cfg);
     if (prepared.program->total_ops() > kMaxProgramOps) return Outcome::skipped;
+    simulate_unvalidated(*prepared.program, prepared.model);
     const record::RunRecord run = sim::analyze(prepared, {.trace = true});
     (void)viz::summary_text(run);
     (void)viz::check_text(run, kSource);

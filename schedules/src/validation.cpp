@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -23,8 +24,17 @@ bool has_fatal(const std::vector<Diagnostic>& diagnostics) {
 namespace {
 
 constexpr std::size_t kMaxDiagnostics = 1000;
-constexpr std::int32_t kNone = -2;     // no such op seen yet
-constexpr std::int32_t kSettled = -1;  // blocking op, or async op already waited
+// One int32 per side (send, receive) of each tensor: the op that transfers it and whether that
+// op's request is still outstanding. kUnseen: no such op yet; pos >= 0: the op at pos, blocking or
+// already waited; ~pos (< 0): the async op at pos, not waited yet (its request id is that op's).
+// Half the memory of a state and a position each, and the one int is all a check reads.
+constexpr std::int32_t kUnseen = std::numeric_limits<std::int32_t>::min();
+constexpr bool outstanding(std::int32_t side) {
+  return side < 0 && side != kUnseen;
+}
+constexpr std::int32_t op_of(std::int32_t side) {
+  return side >= 0 ? side : ~side;
+}
 
 struct Counts {
   std::uint8_t f = 0, b = 0, i = 0, w = 0;
@@ -37,13 +47,10 @@ struct Counts {
 struct Tables {
   explicit Tables(const Semantics& sem)
       : counts(huge_vector(sem.cell_count(), Counts{})),
-        send_state(huge_vector(sem.tensor_count(), kNone)),
-        recv_state(huge_vector(sem.tensor_count(), kNone)),
-        send_pos(huge_vector(sem.tensor_count(), std::int32_t{-1})),
-        recv_pos(huge_vector(sem.tensor_count(), std::int32_t{-1})) {}
+        send(huge_vector(sem.tensor_count(), kUnseen)),
+        recv(huge_vector(sem.tensor_count(), kUnseen)) {}
   std::vector<Counts> counts;
-  std::vector<std::int32_t> send_state, recv_state;
-  std::vector<std::int32_t> send_pos, recv_pos;  // the op that sent / received each tensor
+  std::vector<std::int32_t> send, recv;  // each tensor's sides, as kUnseen above describes
 };
 
 // Checks ranks into its own list of diagnostics; `absorb` appends another checker's list as if
@@ -57,10 +64,8 @@ class Validator {
         S_(p.stages()),
         M_(p.microbatches()),
         counts_(tables.counts),
-        send_state_(tables.send_state),
-        recv_state_(tables.recv_state),
-        send_pos_(tables.send_pos),
-        recv_pos_(tables.recv_pos) {}
+        send_(tables.send),
+        recv_(tables.recv) {}
 
   void check_ranks(int first, int end) {
     for (int r = first; r < end; ++r) check_rank(r);
@@ -171,23 +176,28 @@ class Validator {
     return true;
   }
 
+  // The request id of an outstanding side recorded by rank r: its op's.
+  std::int32_t request_at(int r, std::int32_t side) const {
+    return p_.ops(r)[static_cast<std::size_t>(op_of(side))].request;
+  }
+
   // A compute op reads a tensor received from another rank: the receive must come first and, if
   // asynchronous, be waited.
   void check_input(int r, int pos, std::size_t tensor, std::string_view what) {
-    const std::int32_t s = recv_state_[tensor];
-    if (s == kNone)
+    const std::int32_t s = recv_[tensor];
+    if (s == kUnseen)
       report(
           "missing_receive", r, pos,
           [&] {
             return fmt::format("needs {} from another rank but no receive precedes it", what);
           },
           false);
-    else if (s >= 0)
+    else if (outstanding(s))
       report(
           "read_before_wait", r, pos,
           [&] {
             return fmt::format("reads {} while its receive (request #{}) has not been waited", what,
-                               s);
+                               request_at(r, s));
           },
           false);
   }
@@ -221,15 +231,15 @@ class Validator {
         if (recv) check_input(r, pos, tensor_index(*recv), "its output gradient");
         // The backward frees the forward's output buffer: its send must be complete.
         if (const auto sent = o_.send_buffers_released_early ? std::nullopt : sem_.freed_send(op)) {
-          const std::int32_t st = send_state_[tensor_index(*sent)];
-          if (st >= 0)
+          const std::int32_t st = send_[tensor_index(*sent)];
+          if (outstanding(st))
             report(
                 "buffer_released_before_wait", r, pos,
                 [&] {
                   return fmt::format(
                       "frees the output of {}F{} while its send (request #{}) is not "
                       "waited: Gloo aborts with \"Cannot lock pointer to unbound buffer\"",
-                      s, m, st);
+                      s, m, request_at(r, st));
                 },
                 false);
         }
@@ -379,7 +389,7 @@ class Validator {
                 true);
             continue;
           }
-          (req->send ? send_state_ : recv_state_)[req->tensor] = kSettled;
+          (req->send ? send_ : recv_)[req->tensor] = req->pos;
           requests.finish(id);
         }
         continue;
@@ -404,8 +414,8 @@ class Validator {
         case OpKind::RECV_B: {
           const std::size_t t = tensor_index(op);
           const bool send = is_send(op.kind);
-          auto& state = send ? send_state_ : recv_state_;
-          if (state[t] != kNone) {
+          std::int32_t& side = (send ? send_ : recv_)[t];
+          if (side != kUnseen) {
             report("duplicate_comm", r, pos,
                    "the same tensor is already transferred by an earlier op", true);
             break;
@@ -423,8 +433,7 @@ class Validator {
                       "sends the input gradient of stage {} before its backward runs", s);
                 },
                 true);
-          state[t] = kSettled;
-          (send ? send_pos_ : recv_pos_)[t] = pos;  // an unmatched one is reported at its op
+          side = pos;  // an unmatched one is reported at its op
           if (op.async) {
             if (requests.used(op.request)) {
               report(
@@ -436,7 +445,7 @@ class Validator {
               break;
             }
             requests.post(op.request, Request{t, send, pos});
-            state[t] = op.request;
+            side = ~pos;
           }
           break;
         }
@@ -565,12 +574,12 @@ class Validator {
     if (!sem_.has_cell(n, m)) return;
     for (bool backward : {false, true}) {
       const std::size_t t = sem_.tensor_index({backward, backward ? n : s, m});
-      const bool sent = send_state_[t] != kNone, received = recv_state_[t] != kNone;
+      const bool sent = send_[t] != kUnseen, received = recv_[t] != kUnseen;
       if (sent == received) continue;
       const int sender = p_.rank_of(backward ? n : s), receiver = p_.rank_of(backward ? s : n);
       report(
           sent ? "unmatched_send" : "unmatched_recv", sent ? sender : receiver,
-          sent ? send_pos_[t] : recv_pos_[t],
+          op_of(sent ? send_[t] : recv_[t]),
           [&] {
             const std::string tensor =
                 backward ? fmt::format("gradient {}->{} of microbatch {}", n, s, m)
@@ -588,10 +597,8 @@ class Validator {
   const Semantics& sem_;
   int S_, M_;
   std::vector<Counts>& counts_;
-  std::vector<std::int32_t>& send_state_;
-  std::vector<std::int32_t>& recv_state_;
-  std::vector<std::int32_t>& send_pos_;  // the op that sent / received each tensor
-  std::vector<std::int32_t>& recv_pos_;
+  std::vector<std::int32_t>& send_;
+  std::vector<std::int32_t>& recv_;
   std::vector<Diagnostic> out_;
   std::size_t truncated_ = 0;
 };

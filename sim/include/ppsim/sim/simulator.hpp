@@ -1,5 +1,6 @@
 #pragma once
 // The discrete-event engine: replays a lowered Program under a cost, network and memory model.
+#include <atomic>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -35,9 +36,19 @@ struct SimResult : record::RunMetrics {
   std::size_t endpoint_records = 0;
 };
 
-// `program` must have no fatal diagnostics from schedules::validate. The observer, if any, sees
-// every op and transfer (record/observer.hpp); without one nothing per-op is kept.
+// Raised by simulate() when its `stop` flag was set before the run ended.
+class SimulationStopped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The results mean something only for a program without fatal diagnostics from
+// schedules::validate. On any other program the engine may throw SimulationError or return
+// results that mean nothing, but it never reads out of bounds (fuzzed): analyze() runs it while
+// validation runs and drops the run if validation fails. The observer, if any, sees every op and
+// transfer (record/observer.hpp); without one nothing per-op is kept. Once `stop` (if given) is
+// set, the run ends within some thousands of events by throwing SimulationStopped.
 SimResult simulate(const schedules::Program& program, const SimOptions& options,
-                   record::Observer* observer = nullptr);
+                   record::Observer* observer = nullptr, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace ppsim::sim
