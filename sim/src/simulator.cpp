@@ -252,7 +252,10 @@ class Engine {
   double waited_time(std::int32_t id) const {
     if (id == kRetired) return 0;
     if (!nccl_) return done_time(eps_[static_cast<std::size_t>(id)]);
-    const auto& k = streams_.kernel(streams_.kernel_of(id));
+    // No kernel yet: its group is still open (only in a program validation refuses).
+    const std::int32_t kernel = streams_.kernel_of(id);
+    if (kernel < 0) return kNever;
+    const auto& k = streams_.kernel(kernel);
     return k.remaining == 0 ? k.done : kNever;
   }
 
@@ -718,7 +721,7 @@ class Engine {
       auto awaits = [&](std::int32_t id, std::string waiting_for) {
         const Endpoint& e = eps_[static_cast<std::size_t>(id)];
         const Op& pending = op_at(r, static_cast<std::size_t>(e.pos));
-        if (!nccl_ || e.running) {
+        if (!nccl_ || e.running || streams_.kernel_of(id) < 0) {
           edges.push_back({r, pos, text, sem_.peer_of(pending), std::move(waiting_for)});
           return;
         }
@@ -750,7 +753,7 @@ class Engine {
         const Op& awaited = op_at(r, static_cast<std::size_t>(e.pos));
         if (done_time(e) != kNever) {
           // Done, but under nccl its kernel may not be: the WAIT waits on the kernel's other ops.
-          if (!nccl_ || waited_time(id) != kNever) continue;
+          if (!nccl_ || waited_time(id) != kNever || streams_.kernel_of(id) < 0) continue;
           const auto& k = streams_.kernel(streams_.kernel_of(id));
           for (const std::int32_t b : streams_.members(k)) {
             const Endpoint& be = eps_[static_cast<std::size_t>(b)];
