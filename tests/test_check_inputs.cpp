@@ -91,7 +91,7 @@ TEST_CASE("check_inputs: a directory with nothing to check is an error, not a si
   CHECK(in[0].error == t.root() + ": no *.json or *.csv file in this directory or below it");
 }
 
-TEST_CASE("check_inputs: symbolic links are followed; a loop is reported once and skipped",
+TEST_CASE("check_inputs: symbolic links are followed, a loop is reported once and skipped",
           "[check_inputs]") {
   TempTree t;
   t.file("real/a.json");

@@ -124,7 +124,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Memory: 1F1B peak on rank r = static*chunks + min(P-r, M)*activation; GPipe = static + "
+    "Memory: 1F1B peak on rank r = static*chunks + min(P-r, M)*activation, GPipe = static + "
     "M*activation",
     "[closed_form][memory]") {
   const std::int64_t act = 1 << 20, stat = 7 << 20;

@@ -102,7 +102,7 @@ TEST_CASE("shifted spans: errors 1..20 give median 10.5, p95 19 (nearest rank), 
   CHECK(c.verdicts_agree);
 }
 
-TEST_CASE("only ops with a span in both traces are compared; an op's first span counts",
+TEST_CASE("only ops with a span in both traces are compared, an op's first span counts",
           "[comparison]") {
   const record::RunRecord predicted = base_record();
   record::RunRecord measured = base_record();
@@ -188,7 +188,7 @@ TEST_CASE("deadlocks agree only when cycles, unmatched and blocked ops are the s
 
 TEST_CASE(
     "calibrated: mean measured duration per kind and stage, a duration over twice the median "
-    "left out as a stall; B = I + W when only the split was measured",
+    "left out as a stall, B = I + W when only the split was measured",
     "[comparison]") {
   auto p = std::make_shared<schedules::Program>(
       4, schedules::make_placement(schedules::PlacementKind::loop, 2, 1));

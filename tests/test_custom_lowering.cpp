@@ -101,7 +101,7 @@ TEST_CASE("a compute-only custom list keeps its IDLE ranks through lowering",
   }
 }
 
-TEST_CASE("custom op lists that write communication run as written; comm.style is refused",
+TEST_CASE("custom op lists that write communication run as written, comm.style is refused",
           "[custom_lowering][config]") {
   const json j = {
       {"schedule",

@@ -84,7 +84,7 @@ TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[d
 }
 
 TEST_CASE(
-    "Interleaved 1F1B with blocking forward sends deadlocks around the stage ring; async runs",
+    "Interleaved 1F1B with blocking forward sends deadlocks around the stage ring, async runs",
     "[deadlock][interleaved]") {
   // Warm-up: every rank sends a forward to the next rank while the next rank sends its own:
   // with blocking (or waited-at-once) sends the P ranks form one cycle through the ring.

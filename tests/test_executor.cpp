@@ -146,7 +146,7 @@ TEST_CASE(
 
 TEST_CASE(
     "The three classic 1F1B cases: all-blocking hangs with ranks 2 and 3 in sends to each "
-    "other; async forward sends and Megatron's batched pairs finish",
+    "other, async forward sends and Megatron's batched pairs finish",
     "[real][threads]") {
   const auto run = [](std::string_view style) {
     auto p = test::lowered("1f1b", 4, 8, 1, style);
@@ -166,7 +166,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Executor and simulator agree on 300 random programs (schedules, comm styles, "
-    "networks, matching, eager sends; ops swapped or dropped)",
+    "networks, matching, eager sends, ops swapped or dropped)",
     "[real][threads][property]") {
   std::mt19937 rng(11);
   int hung = 0, finished = 0, memory_checked = 0;
@@ -312,7 +312,7 @@ class ThrowingCompute : public real::Compute {
 };
 }  // namespace
 
-TEST_CASE("A rank that throws stops every rank cleanly; the failure names the rank and the op",
+TEST_CASE("A rank that throws stops every rank cleanly, the failure names the rank and the op",
           "[real][threads]") {
   add_compute_once<ThrowingCompute>("test-throwing", "throws on rank 2");
   real::Settings s = untimed();
@@ -470,7 +470,7 @@ class SpanReportingCompute : public real::Compute {
 };
 }  // namespace
 
-TEST_CASE("A compute that knows its ops' spans gives them to the run record; end() once a run",
+TEST_CASE("A compute that knows its ops' spans gives them to the run record, end() once a run",
           "[real][threads]") {
   add_compute_once<SpanReportingCompute>("test-spans", "reports its own spans");
   real::Settings s = untimed();
@@ -516,7 +516,7 @@ TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
 // unit = 5 ms of wall clock, the median of 3 iterations after a warm-up.
 TEST_CASE(
     "Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved "
-    "at P = 4; every bundled config's peaks equal (memory: exactly where program order "
+    "at P = 4, every bundled config's peaks equal (memory: exactly where program order "
     "fixes it, else within whole communication buffers)",
     "[.timing]") {
   real::Settings s = untimed();

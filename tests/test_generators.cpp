@@ -91,7 +91,7 @@ TEST_CASE("interleaved-1f1b rejects what Megatron-LM rejects", "[generators]") {
 }
 
 TEST_CASE(
-    "Registry: names and PyTorch aliases, case-insensitive; unknown names list the known ones",
+    "Registry: names and PyTorch aliases, case-insensitive, unknown names list the known ones",
     "[generators]") {
   const auto& reg = schedules::Registry::instance();
   CHECK(reg.find("gpipe")->name == "gpipe");

@@ -126,7 +126,7 @@ TEST_CASE("html report: one table row per run, a timeline and a memory chart per
         std::string::npos);
 }
 
-TEST_CASE("html report: self-contained, nothing fetched; Chart.js embedded with its version",
+TEST_CASE("html report: self-contained, nothing fetched, Chart.js embedded with its version",
           "[html_report]") {
   const std::string html = report({simulate("gpipe", "gpipe", 2, 2)});
   const std::string version = viz::chart_js_version();
@@ -230,7 +230,7 @@ TEST_CASE("html report: memory series peak at each rank's peak memory (static + 
   }
 }
 
-TEST_CASE("html report: a microbatch sweep gets the bubble chart; GPipe sits on (P-1)/(M+P-1)",
+TEST_CASE("html report: a microbatch sweep gets the bubble chart, GPipe sits on (P-1)/(M+P-1)",
           "[html_report]") {
   std::vector<record::RunRecord> runs;
   const int P = 4;
@@ -324,7 +324,7 @@ std::string slurp(const std::filesystem::path& p) {
 }  // namespace
 
 TEST_CASE(
-    "ppsim report: exit 1 with the page written when a schedule deadlocks; exit 2 naming "
+    "ppsim report: exit 1 with the page written when a schedule deadlocks, exit 2 naming "
     "a bad config, with no page and no temporary left",
     "[html_report][cli]") {
   char tmpl[] = "/tmp/ppsim-report-XXXXXX";

@@ -427,7 +427,7 @@ TEST_CASE("limits: a sweep drops the parameters the swept schedule does not take
   for (const auto& r : runs) CHECK_NOTHROW(config::prepare(r));
 }
 
-TEST_CASE("op lists: IDLE writes a rank with no ops; an empty rank is an error",
+TEST_CASE("op lists: IDLE writes a rank with no ops, an empty rank is an error",
           "[limits][program_text][config]") {
   // Rank 1 idles between the two stages' ranks.
   const json j = {{"schedule",

@@ -14,7 +14,7 @@ schedules::Program gen(int P, int M, int V) {
 }  // namespace
 
 TEST_CASE(
-    "looped-bfs: rank r runs stages r, r+P, ...; all forwards chunk by chunk, then backwards "
+    "looped-bfs: rank r runs stages r, r+P, ..., all forwards chunk by chunk, then backwards "
     "chunk by chunk in reverse, each chunk's microbatches last first (PyTorch's order)",
     "[looped-bfs]") {
   // PyTorch's _calculate_single_rank_operations for P=2, V=2, M=3, without its None padding.
@@ -56,7 +56,7 @@ TEST_CASE("looped-bfs rejects chunks < 1 and unknown parameters, naming the key"
 // Every rank holds every microbatch (in flight counts microbatches) and all V*M stashes at its
 // peak: GPipe's memory, V times over.
 TEST_CASE(
-    "looped-bfs makespan = (V*M + P-1)(f+b) for M >= P; peak in-flight M, V*M stashes on every "
+    "looped-bfs makespan = (V*M + P-1)(f+b) for M >= P, peak in-flight M, V*M stashes on every "
     "rank",
     "[looped-bfs][closed_form]") {
   const double f = 1.0, b = 2.5;
@@ -94,8 +94,8 @@ TEST_CASE(
 //   M >= (k+2)P it is full: rank 0 waits on its send of microbatch M-1 to rank P-1, and rank
 //   r >= 1 on its send of microbatch M-1-(k+2)r to rank r-1.
 TEST_CASE(
-    "looped-bfs: forward-ring deadlock with rendezvous forward sends when V >= 2 and M >= P; "
-    "backward-ring deadlock under async prefetch k when M >= (k+2)P; prefetch all runs",
+    "looped-bfs: forward-ring deadlock with rendezvous forward sends when V >= 2 and M >= P, "
+    "backward-ring deadlock under async prefetch k when M >= (k+2)P, prefetch all runs",
     "[looped-bfs][deadlock]") {
   for (const auto& lowering : test::all_lowerings()) {
     const bool async = lowering.style == "async";
@@ -103,8 +103,11 @@ TEST_CASE(
     for (int P : {1, 2, 3, 4}) {
       for (int V : {1, 2, 3}) {
         for (int M = 1; M <= 4 * P + 1; ++M) {
-          const auto r =
-              test::run(schedules::lower(gen(P, M, V), lowering), test::uniform(P * V, 1, 2));
+          const auto compute = gen(P, M, V);
+          // megatron models Megatron-LM's 1F1B loops: it refuses looped-bfs, some shapes only
+          // while lowering ("receives an activation it never reads").
+          if (lowering.style == "megatron" || !test::accepts(lowering, compute)) continue;
+          const auto r = test::run(schedules::lower(compute, lowering), test::uniform(P * V, 1, 2));
           INFO(test::describe(lowering) << " P=" << P << " V=" << V << " M=" << M);
           CHECK(r.errors.empty());
           const bool ring = P >= 2 && V >= 2;

@@ -37,7 +37,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "async: receives posted `prefetch` compute ops ahead and waited at use; sends waited before "
+    "async: receives posted `prefetch` compute ops ahead and waited at use, sends waited before "
     "their "
     "buffer is reused or freed",
     "[lowering]") {

@@ -226,7 +226,7 @@ TEST_CASE(
 // as the maintainers traced it (PR #5271: recv_prev and recv_next silently crossed at PP=2).
 TEST_CASE(
     "megatron interleaved P=2 V=2 M=4: the fixed batch order crosses activations and gradients "
-    "under fifo matching; parity_batches does not",
+    "under fifo matching, parity_batches does not",
     "[megatron][nccl]") {
   auto o = test::uniform(4, 1.0, 2.0);
   o.network.matching = config::Matching::fifo;

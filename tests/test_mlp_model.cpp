@@ -130,7 +130,7 @@ TEST_CASE("GEMMs: shapes of the MLP block, chained, with weight gradients shaped
   CHECK_THROWS_WITH(real::gemms_of(OpKind::SEND_F, m), Contains("plain F, B, I and W"));
 }
 
-TEST_CASE("FLOPs: 4 t h f per layer for F, I and W alike; B = I + W", "[mlp-model]") {
+TEST_CASE("FLOPs: 4 t h f per layer for F, I and W alike, B = I + W", "[mlp-model]") {
   for (const auto& m :
        {model(1024, 4096, 512, 2, 1), model(768, 3072, 128, 1, 3), model(100, 37, 7, 3, 2)}) {
     const double per = 4.0 * static_cast<double>(m.tokens()) * m.hidden * m.ffn_hidden * m.layers;

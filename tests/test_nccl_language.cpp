@@ -131,7 +131,7 @@ TEST_CASE("comm.semantics and the keys of each model", "[nccl][config]") {
         "comm.nccl_max_group_ops");
 }
 
-TEST_CASE("Under nccl, batched and megatron write each batch as a group; the others none",
+TEST_CASE("Under nccl, batched and megatron write each batch as a group, the others none",
           "[nccl][lowering]") {
   auto lower = [](const std::string& kind, int V, const std::string& style, bool groups) {
     schedules::ScheduleParams params{{"ranks", 4}, {"microbatches", 8}};

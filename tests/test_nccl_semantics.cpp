@@ -57,7 +57,7 @@ Program exchange(bool grouped) {
 
 TEST_CASE(
     "NCCL #479: two ranks that each send then receive, ungrouped, hang under nccl with 4 MiB "
-    "messages; grouping, room in NCCL's buffers or mpi semantics fix it",
+    "messages, grouping, room in NCCL's buffers or mpi semantics fix it",
     "[nccl][sim]") {
   const Program bug = exchange(false);
   // Each send runs first on its rank's stream; its receive is queued behind the other rank's
@@ -83,7 +83,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Head-of-line blocking: a receive posted early blocks a later send on the rank's one stream; "
+    "Head-of-line blocking: a receive posted early blocks a later send on the rank's one stream, "
     "with a stream per peer it blocks only ops to its own peer",
     "[nccl][sim]") {
   // Interleaved placement, P = 3, V = 2: rank 1 holds stages 1 and 4. It posts stage 4's receive

@@ -66,7 +66,7 @@ TEST_CASE("OpArena: aligned blocks that never overlap even past the first mappin
   CHECK(arena.used() >= total + big);
 }
 
-TEST_CASE("OpArena: freeing the last block gives its bytes back; an earlier one waits") {
+TEST_CASE("OpArena: freeing the last block gives its bytes back, an earlier one waits") {
   OpArena arena(0);
   void* a = arena.allocate(1000);
   void* b = arena.allocate(100);
@@ -240,7 +240,7 @@ TEST_CASE("populate faults fresh memory in and leaves written memory as it was",
   munmap(fresh, kBytes);
 }
 
-TEST_CASE("OpArena: memory ahead of the top is faulted in; lists written meanwhile keep theirs",
+TEST_CASE("OpArena: memory ahead of the top is faulted in, lists written meanwhile keep theirs",
           "[threads]") {
   constexpr std::size_t kBlock = 256 << 10;
   OpArena arena(std::size_t{96} << 20);

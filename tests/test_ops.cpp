@@ -13,7 +13,7 @@ using schedules::OpClass;
 using schedules::OpKind;
 using schedules::Program;
 
-TEST_CASE("Op kinds: every kind has one table row; classification reads the table", "[ops]") {
+TEST_CASE("Op kinds: every kind has one table row, classification reads the table", "[ops]") {
   REQUIRE(schedules::kOpKindCount == 15);
   for (std::size_t k = 0; k < schedules::kOpKindCount; ++k) {
     const auto kind = static_cast<OpKind>(k);
@@ -36,8 +36,9 @@ TEST_CASE("Op kinds: every kind has one table row; classification reads the tabl
   CHECK(sizeof(Op) == 16);
 }
 
-TEST_CASE("OVERLAP_F_B: (0F7;7B3)OVERLAP_F_B parses into one op with two parts and prints back",
-          "[ops][program_text]") {
+TEST_CASE(
+    "OVERLAP_F_B: (0F7 with 7B3)OVERLAP_F_B parses into one op with two parts and prints back",
+    "[ops][program_text]") {
   // Two ranks, V placement of 4 stages: stages 0 and 3 on rank 0, stages 1 and 2 on rank 1.
   const auto parse_row0 = Program::parse(
       "0F0,0F1,(0F2;3B0)OVERLAP_F_B,3F0,3B1,3B2,0B0,0B1,0B2\n"

@@ -16,7 +16,7 @@
 
 using namespace ppsim;
 
-TEST_CASE("parallel_for: every index once; the smallest failing index's exception",
+TEST_CASE("parallel_for: every index once, the smallest failing index's exception",
           "[parallel][sweep]") {
   for (unsigned threads : {1u, 2u, 3u, 8u}) {
     INFO("threads " << threads);

@@ -96,7 +96,8 @@ TEST_CASE("op_text: an async comm op appends #<request id>", "[program_text]") {
   CHECK_FALSE(Op::comm(OpKind::SEND_F, 1, 3).async);
 }
 
-TEST_CASE("Program::op_text: WAIT lists its request ids separated by ';'", "[program_text]") {
+TEST_CASE("Program::op_text: WAIT lists its request ids separated by semicolons",
+          "[program_text]") {
   Program p(1, make_placement(PlacementKind::loop, 2, 1));
   p.push(0, Op::comm(OpKind::SEND_F, 0, 0, 7));
   p.push(0, Op::comm(OpKind::RECV_B, 0, 0, 8));
@@ -133,7 +134,7 @@ TEST_CASE("Program::parse reads every op kind and WAIT ids back", "[program_text
 }
 
 TEST_CASE(
-    "Program::parse ignores '#' comment lines, spaces and a trailing comma; a blank line is "
+    "Program::parse ignores '#' comment lines, spaces and a trailing comma, a blank line is "
     "an error",
     "[program_text]") {
   const Program p =

@@ -127,7 +127,7 @@ TEST_CASE("blocks_for: a thread only for enough work, never inside another loop'
   for (unsigned n : inside) CHECK(n == 1);
 }
 
-TEST_CASE("for_rank_blocks: every block once; the lowest failing block's exception",
+TEST_CASE("for_rank_blocks: every block once, the lowest failing block's exception",
           "[rank_blocks][threads]") {
   const std::vector<int> bounds{0, 3, 5, 9, 12};
   std::vector<int> seen(12, 0);
@@ -147,7 +147,7 @@ TEST_CASE("for_rank_blocks: every block once; the lowest failing block's excepti
   }
 }
 
-TEST_CASE("for_each_rank: every rank once on any worker count; the lowest failing rank's error",
+TEST_CASE("for_each_rank: every rank once on any worker count, the lowest failing rank's error",
           "[rank_blocks][threads]") {
   for (int ranks : {0, 1, 5, 100}) {
     for (unsigned workers : {1u, 2u, 3u, 8u, 64u, 200u}) {

@@ -76,7 +76,7 @@ TEST_CASE("Routes: a stage twice, a stage out of range, or a missing route is re
 }
 
 TEST_CASE(
-    "A hand-written bidirectional 2-rank program validates and simulates; each direction's "
+    "A hand-written bidirectional 2-rank program validates and simulates, each direction's "
     "tensors cross the way its route says",
     "[routes]") {
   const Program p = Program::parse(kTwoWayAsync, two_way_routes());
@@ -128,7 +128,7 @@ TEST_CASE("The blocking bidirectional program deadlocks: each rank sends first, 
 
 TEST_CASE(
     "A generated bidirectional 4-rank program lowers with every comm style to clean "
-    "programs; under async it runs and moves 2(P-1) tensors per microbatch, each the way "
+    "programs, under async it runs and moves 2(P-1) tensors per microbatch, each the way "
     "its route goes",
     "[routes][lowering]") {
   for (int P : {2, 4}) {

@@ -64,7 +64,7 @@ TEST_CASE("compute_metrics(trace) equals the engine's accumulators on every bund
 
 TEST_CASE(
     "compute_metrics(trace) equals the engine's accumulators on random programs "
-    "(random schedules, styles, costs, networks, memory; ops swapped or dropped)",
+    "(random schedules, styles, costs, networks, memory, ops swapped or dropped)",
     "[run_record][property]") {
   std::mt19937 rng(5);
   int run = 0, deadlocked = 0;

@@ -215,7 +215,7 @@ TEST_CASE("svg timeline: fills are the palette colour of the kind, chunks as sha
   CHECK(got == want);
 }
 
-TEST_CASE("svg timeline: names with <&\"> are escaped; the origin is labelled", "[svg]") {
+TEST_CASE("svg timeline: names with <&\"> are escaped, the origin is labelled", "[svg]") {
   auto rec = simulate(base_config("a <b> & \"c\" 'd'", "1f1b", 2, 2, 1, "async"));
   for (const std::string origin : {"simulated", "measured"}) {
     rec.trace->origin = origin;

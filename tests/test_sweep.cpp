@@ -19,7 +19,7 @@ config::Config base() {
 }
 }  // namespace
 
-TEST_CASE("Sweep: one config per (schedule, M, V); chunks only for schedules that take them",
+TEST_CASE("Sweep: one config per (schedule, M, V), chunks only for schedules that take them",
           "[sweep]") {
   const auto configs =
       config::sweep(base(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});

@@ -60,7 +60,7 @@ TEST_CASE("terminal timeline: one line per rank, exactly the width asked for", "
   }
 }
 
-TEST_CASE("terminal timeline: GPipe, free comm: rank r starts after r forwards; busy = 1 - bubble",
+TEST_CASE("terminal timeline: GPipe, free comm: rank r starts after r forwards, busy = 1 - bubble",
           "[terminal]") {
   // Makespan (M + P - 1) (f + b) = 11 * 3 = 33; rank r's first F starts at t = r.
   const int P = 4, M = 8;
@@ -126,7 +126,7 @@ TEST_CASE("terminal timeline: a deadlock marks where each rank blocked for good"
   CHECK(lines[0].find("DEADLOCK") != std::string::npos);
 }
 
-TEST_CASE("terminal timeline: a measured run is labelled; no trace is an error", "[terminal]") {
+TEST_CASE("terminal timeline: a measured run is labelled, no trace is an error", "[terminal]") {
   auto rec = simulate("gpipe", 2, 2, "async", false);
   rec.trace->origin = "measured";
   CHECK(lines_of(viz::terminal_timeline(rec))[0].find("measured") != std::string::npos);

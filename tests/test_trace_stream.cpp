@@ -470,7 +470,7 @@ TEST_CASE("a trace streamed during the run equals the one written from the recor
   }
 }
 
-TEST_CASE("ppsim run --trace streams each format; the file matches the in-process writer",
+TEST_CASE("ppsim run --trace streams each format, the file matches the in-process writer",
           "[trace][cli]") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("ppsim-trace-" + std::to_string(::getpid()));

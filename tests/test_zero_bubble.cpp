@@ -329,7 +329,7 @@ std::optional<record::Deadlock> deadlock_of(const schedules::Program& compute,
 
 TEST_CASE(
     "interleaved-zb: its order has no cyclic dependency (async, receives posted at the start, "
-    "runs to the end); with prefetch 1 the async style deadlocks exactly when a round holds P+2 "
+    "runs to the end), with prefetch 1 the async style deadlocks exactly when a round holds P+2 "
     "or more microbatches",
     "[zb][interleaved-zb][deadlock]") {
   const schedules::LoweringOptions all{"async", {{"prefetch", -1}}};
@@ -378,7 +378,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "zb-h1 runs under every style but blocking (like 1F1B); zb-h2's deeper warm-up also "
+    "zb-h1 runs under every style but blocking (like 1F1B), zb-h2's deeper warm-up also "
     "deadlocks async-send once M >= 3 and batched once M >= 2P: rank r waits on a forward send "
     "that rank r+1 takes only after its blocking gradient send",
     "[zb][deadlock]") {
@@ -387,6 +387,9 @@ TEST_CASE(
       INFO("P=" << P << " M=" << M);
       for (const auto& l : test::all_lowerings()) {
         INFO(test::describe(l));
+        // megatron models 1F1B only: it refuses both (their I and W ops).
+        if (!test::accepts(l, gen("zb-h1", P, M)) || !test::accepts(l, gen("zb-h2", P, M)))
+          continue;
         const bool blocking = l.style == "blocking";
         CHECK(static_cast<bool>(deadlock_of(gen("zb-h1", P, M), l)) == (blocking && M >= 2));
         const bool h2 = static_cast<bool>(deadlock_of(gen("zb-h2", P, M), l));
