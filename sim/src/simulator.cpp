@@ -43,17 +43,16 @@ using schedules::Semantics;
 
 class Engine {
  public:
-  Engine(const Program& p, const SimOptions& o, Observer* obs, const std::atomic<bool>* stop)
+  Engine(const Program& p, const SimOptions& o, Observer* obs)
       : p_(p),
         sem_(p),
         o_(o),
         obs_(obs),
-        stop_(stop),
         S_(p.stages()),
         M_(p.microbatches()),
         R_(p.ranks()),
         nccl_(o.network.semantics == config::P2pSemantics::nccl),
-        match_(p_, eps_),
+        match_(p_, eps_, tensors_),
         mem_(
             eps_, obs,
             [](void* engine, std::int32_t id) { static_cast<Engine*>(engine)->try_free(id); },
@@ -65,16 +64,10 @@ class Engine {
     setup();
     if (obs_) obs_->on_begin(R_, /*concurrent=*/false);
     for (int r = 0; r < R_; ++r) wake(r, 0.0);
-    std::uint32_t until_poll = kStopPollEvents;
     while (true) {
       if (net_.has_ready() && (queue_.empty() || queue_.top_time() > net_.ready_time()))
         start_ready();
       if (queue_.empty()) break;
-      if (--until_poll == 0) {
-        until_poll = kStopPollEvents;
-        if (stop_ && stop_->load(std::memory_order_relaxed))
-          throw SimulationStopped("the simulation was stopped");
-      }
       const auto e = queue_.pop();
       const auto code = EventQueue::code_of(e);
       if (!queue_.empty()) prefetch_rank(queue_.top_code());
@@ -88,10 +81,6 @@ class Engine {
   }
 
  private:
-  // Events between two reads of the stop flag: rare enough to cost nothing measurable, frequent
-  // enough to stop within a millisecond or so.
-  static constexpr std::uint32_t kStopPollEvents = 1u << 14;
-
   // ---- setup -------------------------------------------------------------------------------
   std::size_t tensor_index(const Op& comm_op) const {
     return sem_.tensor_index(sem_.tensor_of(comm_op));
@@ -127,30 +116,32 @@ class Engine {
 
     // The engine reads the Program's ops in place: a copy (kept once for its locality) cost a
     // quarter of the run's memory and more time in page faults than it saved in TLB misses.
-    // Each rank's comm ops and request ids are counted on several threads (a pass over every
-    // op), then laid out in rank order. Outstanding requests are kept in a small map per rank;
-    // waited ones in one bit per id, for ids up to a small multiple of the rank's ops.
+    // Request ids up to a small multiple of the rank's ops (lowering numbers them 0..n-1) are
+    // looked up in one table, each rank a slice of it on huge pages: per-rank tables grown by
+    // doubling cost a copy and twice the page faults, and TLB misses on every lookup.
+    // Each rank's comm ops and request ids are counted on several threads (a pass over every op),
+    // then laid out in rank order.
     std::vector<std::size_t> comm_ops(static_cast<std::size_t>(R_));
-    std::vector<std::int32_t> id_limit(static_cast<std::size_t>(R_));
+    std::vector<std::int32_t> dense_ids(static_cast<std::size_t>(R_));
     schedules::for_rank_blocks(schedules::rank_blocks(p_, 0), [&](std::size_t, int first, int end) {
       for (int r = first; r < end; ++r) {
         const auto& ops = p_.ops(r);
-        const auto cap = static_cast<std::int32_t>(
+        const auto limit = static_cast<std::int32_t>(
             std::min<std::size_t>(4 * ops.size() + 64, std::numeric_limits<std::int32_t>::max()));
         std::size_t comm = 0;
-        std::int32_t limit = 0;  // one more than the largest request id below the cap
+        std::int32_t dense = 0;  // one more than the largest request id below the limit
         for (const Op& op : ops) {
           if (!schedules::is_comm(op.kind)) continue;
           ++comm;
-          if (op.async && op.request >= 0 && op.request < cap)
-            limit = std::max(limit, op.request + 1);
+          if (op.async && op.request >= 0 && op.request < limit)
+            dense = std::max(dense, op.request + 1);
         }
         comm_ops[static_cast<std::size_t>(r)] = comm;
-        id_limit[static_cast<std::size_t>(r)] = limit;
+        dense_ids[static_cast<std::size_t>(r)] = dense;
       }
     });
-    std::size_t n_eps = 0, n_words = 0;
-    std::vector<std::size_t> word_base(static_cast<std::size_t>(R_));
+    std::size_t n_eps = 0, n_requests = 0;
+    std::vector<std::size_t> request_base(static_cast<std::size_t>(R_));
     for (int r = 0; r < R_; ++r) {
       RankState& rs = ranks_[static_cast<std::size_t>(r)];
       rs.ep_base = static_cast<std::int32_t>(n_eps);
@@ -161,14 +152,15 @@ class Engine {
       n_eps += comm_ops[static_cast<std::size_t>(r)];
       if (n_eps >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
         throw SimulationError("too many communication ops");
-      word_base[static_cast<std::size_t>(r)] = n_words;
-      n_words += (static_cast<std::size_t>(id_limit[static_cast<std::size_t>(r)]) + 63) / 64;
+      // Ids in [dense, limit) are never posted: a WAIT on one finds it in neither place.
+      rs.dense_limit = dense_ids[static_cast<std::size_t>(r)];
+      request_base[static_cast<std::size_t>(r)] = n_requests;
+      n_requests += static_cast<std::size_t>(rs.dense_limit);
     }
-    retired_bits_.assign(n_words, 0);
+    assign_huge(request_table_, n_requests, kNoEndpoint);
     for (int r = 0; r < R_; ++r)
-      ranks_[static_cast<std::size_t>(r)].requests.setup(
-          id_limit[static_cast<std::size_t>(r)],
-          retired_bits_.data() + word_base[static_cast<std::size_t>(r)]);
+      ranks_[static_cast<std::size_t>(r)].request_ep =
+          request_table_.data() + request_base[static_cast<std::size_t>(r)];
     eps_.clear();
     free_eps_.clear();
     if (nccl_) {
@@ -188,7 +180,12 @@ class Engine {
       throw SimulationError(
           fmt::format("rank {} op {}: {} has no peer on another rank", r, pos, p_.op_text(r, op)));
     const int link = net_.link_of(rs, r, peer, send);
-    if (op.async) rs.requests.insert(op.request, id);
+    if (op.async) {
+      if (op.request >= 0 && op.request < rs.dense_limit)
+        rs.request_ep[static_cast<std::size_t>(op.request)] = id;
+      else
+        rs.sparse_request_ep[op.request] = id;
+    }
     const std::size_t t = tensor_index(op);
     // One store of the whole record: setting fields of a zeroed record one by one read back
     // partly written bytes, and the stalls cost more than the rest of this function.
@@ -211,10 +208,13 @@ class Engine {
 
   // The endpoint of rank r's request, or kRetired once a WAIT on it has returned.
   std::int32_t request_endpoint(int r, std::int32_t request) const {
-    const engine::RequestMap& requests = ranks_[static_cast<std::size_t>(r)].requests;
-    const std::int32_t ep = requests.find(request, kNoEndpoint);
-    if (ep != kNoEndpoint) return ep;
-    if (requests.waited(request)) return kRetired;
+    const RankState& rs = ranks_[static_cast<std::size_t>(r)];
+    if (request >= 0 && request < rs.dense_limit) {
+      const std::int32_t ep = rs.request_ep[static_cast<std::size_t>(request)];
+      if (ep != kNoEndpoint) return ep;
+    } else if (auto it = rs.sparse_request_ep.find(request); it != rs.sparse_request_ep.end()) {
+      return it->second;
+    }
     throw SimulationError(
         fmt::format("rank {}: WAIT on request #{} that was never posted", r, request));
   }
@@ -333,7 +333,8 @@ class Engine {
       const Op& op = rs.ops[k];
       if (op.kind == OpKind::WAIT) {
         for (const std::int32_t request : p_.wait_ids(r, op)) {
-          const std::int32_t ep = rs.requests.find(request, kNoEndpoint);
+          if (request < 0 || request >= rs.dense_limit) continue;
+          const std::int32_t ep = rs.request_ep[static_cast<std::size_t>(request)];
           if (ep >= 0) __builtin_prefetch(&eps_[static_cast<std::size_t>(ep)]);
         }
         return;
@@ -461,10 +462,18 @@ class Engine {
   // The rank has passed the WAIT `op`: its requests are complete (a later WAIT on one returns at
   // once) and nothing waits on their endpoints any more.
   void release_wait(int r, const Op& op) {
+    if (nccl_) return;
     RankState& rs = ranks_[static_cast<std::size_t>(r)];
-    // An id listed twice in this WAIT, or waited before, is no longer outstanding: nothing to do.
-    for (const std::int32_t request : p_.wait_ids(r, op))
-      release_held(rs.requests.retire(request, kNoEndpoint));
+    for (const std::int32_t request : p_.wait_ids(r, op)) {
+      std::int32_t* slot = nullptr;
+      if (request >= 0 && request < rs.dense_limit)
+        slot = &rs.request_ep[static_cast<std::size_t>(request)];
+      else
+        slot = &rs.sparse_request_ep.find(request)->second;  // found by wait_time
+      const std::int32_t id = *slot;
+      *slot = kRetired;
+      release_held(id);
+    }
   }
   void release_held(std::int32_t id) {
     if (nccl_ || id < 0) return;
@@ -774,7 +783,6 @@ class Engine {
   schedules::Semantics sem_;
   const SimOptions& o_;
   Observer* obs_;
-  const std::atomic<bool>* stop_;
   int S_, M_, R_;
   bool nccl_;
   bool dense_ = false;  // Semantics::dense(): a tensor's index is arithmetic, never a lookup
@@ -782,6 +790,7 @@ class Engine {
   EventQueue queue_;
   std::vector<RankState> ranks_;
   std::vector<const Op*> cursor_;  // rank -> the op at its pc (read by prefetch_rank only)
+  std::vector<std::int32_t> request_table_;  // the ranks' request_ep slices
   std::vector<Endpoint> eps_;
   std::vector<std::int32_t> free_eps_;  // mpi: endpoint slots to reuse
   engine::Network net_;
@@ -793,14 +802,12 @@ class Engine {
   // nccl: running sends waiting for their receive or for room, by link, in the order they ran
   std::vector<std::vector<std::int32_t>> link_stalled_;
   std::vector<engine::TensorSlots> tensors_;
-  std::vector<std::uint64_t> retired_bits_;  // the ranks' RankState::retired slices
 };
 
 }  // namespace
 
-SimResult simulate(const Program& program, const SimOptions& options, Observer* observer,
-                   const std::atomic<bool>* stop) {
-  return Engine(program, options, observer, stop).run();
+SimResult simulate(const Program& program, const SimOptions& options, Observer* observer) {
+  return Engine(program, options, observer).run();
 }
 
 }  // namespace ppsim::sim

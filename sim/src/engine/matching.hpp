@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "int_map.hpp"
 #include "ppsim/config/model.hpp"
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/sim/simulator.hpp"
@@ -21,7 +20,10 @@ namespace ppsim::sim::engine {
 // post(), chosen by the engine.
 class MpiMatching {
  public:
-  MpiMatching(const schedules::Program& p, const std::vector<Endpoint>& eps) : p_(p), eps_(eps) {}
+  // `tensors`: the engine's per-tensor records, whose `posted` field is this class's.
+  MpiMatching(const schedules::Program& p, const std::vector<Endpoint>& eps,
+              std::vector<TensorSlots>& tensors)
+      : p_(p), eps_(eps), tensors_(tensors) {}
 
   void setup(config::Matching m) { fifo_ = m == config::Matching::fifo; }
   // fifo: a receive meets the next send on its link, whatever tensor that send carries.
@@ -32,12 +34,17 @@ class MpiMatching {
   std::int32_t post(std::int32_t id, const schedules::Op& op) {
     const Endpoint& e = eps_[static_cast<std::size_t>(id)];
     if (!fifo_) {
-      const auto tensor = static_cast<std::int32_t>(e.tensor);
-      const std::int32_t other = waiting_.take_or_insert(tensor, id, kNoEndpoint);
-      if (other != kNoEndpoint && eps_[static_cast<std::size_t>(other)].send == e.send)
+      std::int32_t& slot = tensors_[e.tensor].posted;
+      if (slot == kNoEndpoint) {
+        slot = id;
+        return kNoEndpoint;
+      }
+      if (eps_[static_cast<std::size_t>(slot)].send == e.send)
         throw SimulationError(
             fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor", e.rank,
                         e.pos, p_.op_text(e.rank, op)));
+      const std::int32_t other = slot;
+      slot = kNoEndpoint;
       return other;
     }
     const auto link = static_cast<std::size_t>(e.link);
@@ -61,9 +68,7 @@ class MpiMatching {
 
   const schedules::Program& p_;
   const std::vector<Endpoint>& eps_;
-  // tag: tensor -> the endpoint posted first, until its partner is posted. Only the transfers
-  // half posted are here: a slot per tensor was 4 bytes per tensor (16 MiB at P=256).
-  IntMap waiting_;
+  std::vector<TensorSlots>& tensors_;
   bool fifo_ = false;
   std::vector<FifoQueues> fifo_queues_;  // fifo matching: by link id
 };

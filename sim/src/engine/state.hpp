@@ -4,12 +4,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ppsim/schedules/huge_pages.hpp"
 #include "ppsim/schedules/program.hpp"
-#include "requests.hpp"
 
 namespace ppsim::sim::engine {
 
@@ -41,19 +41,19 @@ struct Endpoint {
 };
 static_assert(sizeof(Endpoint) == 32);
 
+// A request whose endpoint was freed after its WAIT: complete, at a time already past.
+constexpr std::int32_t kRetired = -2;
+
 // When the endpoint's op completes; kNever while its partner has not posted. An eager send
 // completes when posted.
 inline double done_time(const Endpoint& e) {
   return e.send && e.eager ? 0.0 : e.at;
 }
 
-// What a WAIT on a request no longer outstanding finds when a WAIT before it returned: the
-// request is complete, at a time already past (MPI's null request).
-constexpr std::int32_t kRetired = -2;
-
 // What the engine keeps per tensor (indexed by Semantics::tensor_index): one record, so that
-// posting an op and finding its buffer again touch one cache line, not two tables.
+// posting an op, matching it and finding its buffer again touch one cache line, not three tables.
 struct TensorSlots {
+  std::int32_t posted = kNoEndpoint;  // tag matching: the side posted first, until it is matched
   std::int32_t recv = kNoEndpoint;    // the receiving endpoint
   std::int32_t send_f = kNoEndpoint;  // forward tensors: the sending endpoint (freed at B)
 };
@@ -70,12 +70,15 @@ struct alignas(64) RankState {
   std::int32_t pending_end = -1;  // compute op whose end effects apply when the rank resumes
   Block block = Block::none;
   std::int32_t blocked_ep = kNoEndpoint;
+  std::int32_t dense_limit = 0;  // request ids below it are in request_ep, the others sparse
   double blocked_since = 0;
   // The WAIT at pc: its requests before wait_next are complete, the last at wait_ready. Completion
   // times never change once known, so each request is looked at once however often it wakes us.
   std::size_t wait_next = 0;
   double wait_ready = 0;
-  RequestMap requests;
+  // request id -> endpoint: this rank's slice of the engine's table for the dense ids lowering
+  // makes (0..dense_limit-1), a map for the others
+  std::int32_t* request_ep = nullptr;
   std::vector<std::pair<int, int>> links;  // (peer, link id), negative peer = incoming
   double busy = 0, exposed = 0;
   // Sent buffers that free themselves when their transfer ends: (time, endpoint), a min-heap.
@@ -89,6 +92,7 @@ struct alignas(64) RankState {
   std::int64_t sent = 0, recv = 0;
   std::int32_t next_ep = 0;
   std::int32_t ep_base = 0;
+  std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
 };
 
 }  // namespace ppsim::sim::engine

@@ -1,6 +1,5 @@
 #pragma once
 // The discrete-event engine: replays a lowered Program under a cost, network and memory model.
-#include <atomic>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -36,19 +35,12 @@ struct SimResult : record::RunMetrics {
   std::size_t endpoint_records = 0;
 };
 
-// Raised by simulate() when its `stop` flag was set before the run ended.
-class SimulationStopped : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // The results mean something only for a program without fatal diagnostics from
 // schedules::validate. On any other program the engine may throw SimulationError or return
-// results that mean nothing, but it never reads out of bounds (fuzzed): analyze() runs it while
-// validation runs and drops the run if validation fails. The observer, if any, sees every op and
-// transfer (record/observer.hpp); without one nothing per-op is kept. Once `stop` (if given) is
-// set, the run ends within some thousands of events by throwing SimulationStopped.
+// results that mean nothing, but it never reads out of bounds: fuzz_oplist and fuzz_pipeline run
+// it on every program they build, unvalidated. The observer, if any, sees every op and transfer
+// (record/observer.hpp); without one nothing per-op is kept.
 SimResult simulate(const schedules::Program& program, const SimOptions& options,
-                   record::Observer* observer = nullptr, const std::atomic<bool>* stop = nullptr);
+                   record::Observer* observer = nullptr);
 
 }  // namespace ppsim::sim
