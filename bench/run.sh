@@ -31,15 +31,12 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  # This round's before/after, taken in turns: the --json cases after a pause (cold) and back to
-  # back, phase by phase, then the simulator alone. Earlier rounds' outputs are kept in the
-  # template.
-  run ROUND10C python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 4 --reps 2 --pause 3
-  run ROUND10J python3 bench/ab_e2e.py "$BASE" "$BUILD" --rounds 3 --reps 5
-  run ROUND10P python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS" --against "$BASE"
-  run ROUND10S python3 bench/ab_sim.py "$BASE" "$BUILD" --rounds 3 --reps 5
+  # This round's before/after, taken in turns: round 11 kept one change, validation's smaller
+  # table, so phase by phase. Earlier rounds' outputs (and round 11's tables of what it took back)
+  # are kept in the template.
+  run ROUND11P python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS" --against "$BASE"
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND10C ROUND10J ROUND10P ROUND10S; do
+  for name in E2EBASE ROUND11P; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi

@@ -150,8 +150,8 @@ bool negative_bytes(const json& j) {
   return false;
 }
 
-// The engine runs on programs validation has not passed (sim::analyze overlaps the two and drops
-// the run when validation finds a fatal error): it may refuse one, never crash or hang on it.
+// The engine on a program validation has not passed (simulate() is a library call, and running it
+// beside validation needs it, docs/ARCHITECTURE.md): it may refuse one, never crash or hang on it.
 void simulate_unvalidated(const schedules::Program& program, const config::Model& model) {
   try {
     (void)sim::simulate(program, model);
