@@ -374,6 +374,15 @@ TEST_CASE("megatron refuses what Megatron-LM does not run, naming the rule", "[m
       [&] { schedules::lower(Program::parse("0F0,0F1,0B0\n1F0,1B0,1F1,1B1\n"), plain); });
   CHECK_THAT(e.what(),
              Catch::EndsWith("rank 0 op 3 is the end of its ops, where Megatron's 1F1B runs 0B1"));
+  // Virtual stages on one rank (looped-bfs with M=1 has Megatron's order there): refused, as
+  // Megatron-LM refuses them, not left to fail while lowering.
+  e = test::error_of<schedules::ParameterError>([&] {
+    schedules::lower(
+        schedules::generate("looped-bfs", {{"ranks", 1}, {"chunks", 2}, {"microbatches", 1}}),
+        plain);
+  });
+  CHECK_THAT(e.what(),
+             Catch::EndsWith("virtual stages (chunks 2) need ranks >= 2, as Megatron-LM requires"));
   // A written list naming a huge microbatch: refused by its op count, before Megatron's order of
   // M forwards and M backwards (2 * 10^9 ops) is built to compare with.
   e = test::error_of<schedules::ParameterError>(

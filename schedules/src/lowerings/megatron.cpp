@@ -108,6 +108,9 @@ std::string refusal(const Program& p, const Params& params, Shape& shape, std::s
             "only",
             head, r, p.op_text(r, op));
   int group = 1;
+  if (V >= 2 && P < 2)  // one rank: the chunks' boundaries would cross to the rank itself
+    return fmt::format("{}: virtual stages (chunks {}) need ranks >= 2, as Megatron-LM requires",
+                       head, V);
   if (V >= 2) {
     // Megatron's forward order starts with `group` forwards of chunk 0 on every rank.
     group = 0;
