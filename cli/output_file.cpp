@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -108,8 +109,11 @@ mode_t current_umask() {  // the CLI is single-threaded; there is no way to read
 // ---- FdStreamBuf ----
 
 FdStreamBuf::FdStreamBuf(int fd, std::size_t buffer_size, bool early_writeback)
-    : fd_(fd), buffer_(buffer_size), early_writeback_(early_writeback) {
-  setp(buffer_.data(), buffer_.data() + buffer_.size());
+    : fd_(fd),
+      buffer_(std::make_unique_for_overwrite<char[]>(std::max<std::size_t>(buffer_size, 1))),
+      buffer_size_(std::max<std::size_t>(buffer_size, 1)),
+      early_writeback_(early_writeback) {
+  setp(buffer_.get(), buffer_.get() + buffer_size_);
 }
 
 // A 2.6 GB trace took about 1 s in fsync after it was written; started as it goes, the disk
@@ -148,7 +152,7 @@ bool FdStreamBuf::write_all(const char* data, std::size_t size) {
 
 bool FdStreamBuf::flush_all() {
   const bool ok = write_all(pbase(), static_cast<std::size_t>(pptr() - pbase()));
-  setp(buffer_.data(), buffer_.data() + buffer_.size());  // after a failure: drop the rest
+  setp(buffer_.get(), buffer_.get() + buffer_size_);  // after a failure: drop the rest
   return ok;
 }
 
@@ -173,7 +177,7 @@ std::streamsize FdStreamBuf::xsputn(const char* s, std::streamsize n) {
     return n;
   }
   if (!flush_all()) return 0;
-  if (size >= buffer_.size()) return write_all(s, size) ? n : 0;
+  if (size >= buffer_size_) return write_all(s, size) ? n : 0;
   std::memcpy(pptr(), s, size);
   pbump(static_cast<int>(n));
   return n;

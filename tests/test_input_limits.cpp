@@ -103,6 +103,17 @@ TEST_CASE("limits: a config file is read up to 16 MiB and no further", "[limits]
     const auto e = error_of([&] { config::load_config(over); });
     CHECK_THAT(e.what(), StartsWith(over + ": larger than 16 MiB"));
   }
+  SECTION("files of a few KiB and of more than one 64 KiB read are read whole") {
+    // The config at the end, after padding: a read that stopped early would not parse.
+    TempDir dir;
+    for (const std::size_t pad :
+         {std::size_t{0}, std::size_t{5000}, std::size_t{70000}, std::size_t{200000}}) {
+      INFO(pad);
+      const std::string file =
+          dir.write("padded.json", std::string(pad, ' ') + minimal().dump() + "\n");
+      CHECK_NOTHROW(config::load_config(file));
+    }
+  }
   SECTION("a directory is named as one") {
     TempDir dir;
     const auto e = error_of([&] { config::load_config(dir.path("")); });

@@ -187,11 +187,10 @@ TEST_CASE("a list in an arena still grows and shrinks like any vector") {
 
 namespace {
 
-// Whether this kernel faults memory in on request (MADV_POPULATE_WRITE, Linux 5.14) and ppsim may
-// use a second thread here: only then does populate() fault anything in.
-bool populate_works() {
+// Whether this kernel faults memory in on request (MADV_POPULATE_WRITE, Linux 5.14); one thread
+// suffices for prefault().
+bool populate_one_works() {
 #ifdef MADV_POPULATE_WRITE
-  if (ppsim::schedules::jobs_here() < 2) return false;
   void* probe = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (probe == MAP_FAILED) return false;
   const bool ok = madvise(probe, 4096, MADV_POPULATE_WRITE) == 0;
@@ -200,6 +199,11 @@ bool populate_works() {
 #else
   return false;
 #endif
+}
+
+// Whether ppsim may also use a second thread here: only then does populate() fault anything in.
+bool populate_works() {
+  return ppsim::schedules::jobs_here() >= 2 && populate_one_works();
 }
 
 // How many of the 4 KiB pages in [p, p + bytes) are resident.
@@ -238,6 +242,34 @@ TEST_CASE("populate faults fresh memory in and leaves written memory as it was",
   CHECK(resident_pages(small, 1 << 20) == 0);
   munmap(small, 1 << 20);
   munmap(fresh, kBytes);
+}
+
+TEST_CASE("prefault faults in every page a small range touches and leaves written memory as it was",
+          "[threads]") {
+  constexpr std::size_t kBytes = std::size_t{1} << 20;  // below kPopulateMinBytes: one thread
+  void* fresh = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(fresh != MAP_FAILED);
+  auto* bytes = static_cast<unsigned char*>(fresh);
+  REQUIRE(resident_pages(fresh, kBytes) == 0);
+  // From 5 bytes into the first page to 5 bytes into the last: both end pages are faulted in.
+  ppsim::schedules::prefault(bytes + 5, kBytes - 4096);
+  if (populate_one_works()) CHECK(resident_pages(fresh, kBytes) == kBytes / 4096);
+  CHECK(std::all_of(bytes, bytes + kBytes, [](unsigned char c) { return c == 0; }));
+  for (std::size_t i = 0; i < kBytes; ++i) bytes[i] = static_cast<unsigned char>(i * 13 + 1);
+  ppsim::schedules::prefault(bytes, kBytes);
+  bool same = true;
+  for (std::size_t i = 0; i < kBytes; ++i)
+    same = same && bytes[i] == static_cast<unsigned char>(i * 13 + 1);
+  CHECK(same);
+  ppsim::schedules::prefault(bytes, 0);  // nothing to do
+  munmap(fresh, kBytes);
+  // A large range goes through populate (several threads where there are cores).
+  constexpr std::size_t kLarge = ppsim::schedules::kPopulateMinBytes;
+  void* large = mmap(nullptr, kLarge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(large != MAP_FAILED);
+  ppsim::schedules::prefault(large, kLarge);
+  if (populate_one_works()) CHECK(resident_pages(large, kLarge) == kLarge / 4096);
+  munmap(large, kLarge);
 }
 
 TEST_CASE("OpArena: memory ahead of the top is faulted in, lists written meanwhile keep theirs",

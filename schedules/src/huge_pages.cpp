@@ -33,4 +33,17 @@ void populate(void* p, std::size_t bytes) {
 #endif
 }
 
+void prefault(void* p, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (bytes >= kPopulateMinBytes && jobs_here() >= 2) return populate(p, bytes);
+#ifdef MADV_POPULATE_WRITE
+  // Outward to whole pages: the pages holding the range's ends belong to its mapping too.
+  constexpr std::uintptr_t kPage = 4096;
+  const auto first = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t begin = first & ~(kPage - 1),
+                       end = (first + bytes + kPage - 1) & ~(kPage - 1);
+  (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#endif
+}
+
 }  // namespace ppsim::schedules

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "ppsim/schedules/error.hpp"
+#include "ppsim/schedules/huge_pages.hpp"
 
 namespace ppsim::schedules {
 
@@ -94,7 +95,10 @@ void Program::reserve(int rank, std::size_t n) {
   OpList& list = ops(rank);
   if (list.capacity() == 0 && !list.get_allocator().arena())
     use_arena(n * sizeof(Op) * static_cast<std::size_t>(ranks()));  // nothing under 8 MiB
+  if (n <= list.capacity()) return;
   list.reserve(n);
+  // The caller writes the n ops next (generators reserve each rank's exact count).
+  prefault(list.data() + list.size(), (list.capacity() - list.size()) * sizeof(Op));
 }
 
 void Program::use_arena(std::size_t capacity_hint) {

@@ -15,6 +15,7 @@
 #include "engine/streams.hpp"
 #include "ppsim/config/op_duration.hpp"
 #include "ppsim/record/wait_graph.hpp"
+#include "ppsim/schedules/huge_pages.hpp"
 #include "ppsim/schedules/rank_blocks.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
@@ -162,6 +163,7 @@ class Engine {
       ranks_[static_cast<std::size_t>(r)].request_ep =
           request_table_.data() + request_base[static_cast<std::size_t>(r)];
     eps_.clear();
+    eps_faulted_ = 0;
     free_eps_.clear();
     if (nccl_) {
       assign_huge(eps_, n_eps, Endpoint{});
@@ -456,8 +458,27 @@ class Engine {
       free_eps_.pop_back();
       return id;
     }
+    if (eps_.size() == eps_faulted_) fault_endpoints_ahead();
     eps_.emplace_back();
     return static_cast<std::int32_t>(eps_.size() - 1);
+  }
+  // mpi: the records grow as ops are posted (to 12 MiB at P=256). Their fresh pages are faulted
+  // in kAhead records at a time by one call (prefault), not one fault per page; the table grows
+  // by doubling as a vector does, into memory faulted in before the records are copied there.
+  void fault_endpoints_ahead() {
+    constexpr std::size_t kAhead = (std::size_t{256} << 10) / sizeof(Endpoint);
+    const std::size_t n = eps_.size();
+    if (n == eps_.capacity()) {
+      std::vector<Endpoint> grown;
+      grown.reserve(std::max(2 * n, kAhead));
+      eps_faulted_ = std::min(grown.capacity(), n + kAhead);
+      schedules::prefault(grown.data(), eps_faulted_ * sizeof(Endpoint));
+      grown.assign(eps_.begin(), eps_.end());
+      eps_.swap(grown);
+      return;
+    }
+    eps_faulted_ = std::min(eps_.capacity(), n + kAhead);
+    schedules::prefault(eps_.data() + n, (eps_faulted_ - n) * sizeof(Endpoint));
   }
   // The rank has passed the WAIT `op`: its requests are complete (a later WAIT on one returns at
   // once) and nothing waits on their endpoints any more.
@@ -792,6 +813,7 @@ class Engine {
   std::vector<const Op*> cursor_;  // rank -> the op at its pc (read by prefetch_rank only)
   std::vector<std::int32_t> request_table_;  // the ranks' request_ep slices
   std::vector<Endpoint> eps_;
+  std::size_t eps_faulted_ = 0;         // mpi: records of eps_ whose pages are faulted in
   std::vector<std::int32_t> free_eps_;  // mpi: endpoint slots to reuse
   engine::Network net_;
   engine::MpiMatching match_;
