@@ -7,9 +7,10 @@
 // just freed, is usually handed back). The pause of PAUSE seconds lets a VM with free page
 // reporting (a virtio balloon) return memory freed before to the host, so the first touch is as for
 // a new process. Then a memset of the touched memory, for the speed of writing memory that is
-// already there. Last, with 2 MiB pages after a pause: the same memory faulted in by
-// schedules::populate (MADV_POPULATE_WRITE on ppsim's threads, as its large tables are) against
-// one thread doing the same, for what the second core buys.
+// already there. Then, with 4 KiB pages: the same memory faulted in by one MADV_POPULATE_WRITE call
+// (as schedules::prefault does) instead of a fault per page. Last, with 2 MiB pages after a pause:
+// the same memory faulted in by schedules::populate (MADV_POPULATE_WRITE on ppsim's threads, as its
+// large tables are) against one thread doing the same, for what the second core buys.
 //
 //   ppsim_bench_first_touch [--mib MIB] [--pause SECONDS]
 #include <fmt/format.h>
@@ -95,13 +96,14 @@ int main(int argc, char** argv) {
   const std::size_t bytes = mib << 20;
   fmt::print("first touch of {} MiB, one byte per 4 KiB page; GB/s = the MiB over the seconds\n\n",
              mib);
-  fmt::print("{:<10} {:<34} {:>9} {:>8}\n", "pages", "when", "seconds", "GB/s");
+  fmt::print("{:<10} {:<34} {:>9} {:>8} {:>9}\n", "pages", "when", "seconds", "GB/s", "us/4 KiB");
+  auto print_row = [&](const char* kind, const std::string& when, double s) {
+    fmt::print("{:<10} {:<34} {:>9.3f} {:>8.2f} {:>9.2f}\n", kind, when, s,
+               static_cast<double>(bytes) / s / 1e9, s * 1e6 / static_cast<double>(bytes / 4096));
+  };
   for (const bool huge : {true, false}) {
     const char* kind = huge ? "2 MiB" : "4 KiB";
-    auto row = [&](const char* when, double s) {
-      fmt::print("{:<10} {:<34} {:>9.3f} {:>8.2f}\n", kind, when, s,
-                 static_cast<double>(bytes) / s / 1e9);
-    };
+    auto row = [&](const char* when, double s) { print_row(kind, when, s); };
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     row(fmt::format("after a pause of {:g} s", pause).c_str(), touch(bytes, huge, false).first);
     const auto [warm, memset_s] = touch(bytes, huge, true);
@@ -109,13 +111,15 @@ int main(int argc, char** argv) {
     row("memset of that memory, once touched", memset_s);
   }
 #ifdef MADV_POPULATE_WRITE
+  std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+  print_row("4 KiB", "populate, 1 thread, after a pause",
+            touch(bytes, false, false, Fault::populate_one).first);
+  print_row("4 KiB", "populate, 1 thread, again at once",
+            touch(bytes, false, false, Fault::populate_one).first);
   // populate() leaves small ranges, and everything on one thread, to the first write.
   const unsigned jobs = ppsim::schedules::jobs_here();
   if (bytes < ppsim::schedules::kPopulateMinBytes || jobs < 2) return 0;
-  auto row = [&](const std::string& when, double s) {
-    fmt::print("{:<10} {:<34} {:>9.3f} {:>8.2f}\n", "2 MiB", when, s,
-               static_cast<double>(bytes) / s / 1e9);
-  };
+  auto row = [&](const std::string& when, double s) { print_row("2 MiB", when, s); };
   std::this_thread::sleep_for(std::chrono::duration<double>(pause));
   row("populate, 1 thread, after a pause", touch(bytes, true, false, Fault::populate_one).first);
   std::this_thread::sleep_for(std::chrono::duration<double>(pause));

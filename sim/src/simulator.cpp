@@ -466,7 +466,7 @@ class Engine {
   // in kAhead records at a time by one call (prefault), not one fault per page; the table grows
   // by doubling as a vector does, into memory faulted in before the records are copied there.
   void fault_endpoints_ahead() {
-    constexpr std::size_t kAhead = (std::size_t{256} << 10) / sizeof(Endpoint);
+    constexpr std::size_t kAhead = (std::size_t{64} << 10) / sizeof(Endpoint);
     const std::size_t n = eps_.size();
     if (n == eps_.capacity()) {
       std::vector<Endpoint> grown;
