@@ -44,7 +44,7 @@ def main():
     cases = list(results["after"][0].keys())
     pause = f", each after a {args.pause:g} s pause (cold memory)" if args.pause > 0 else ""
     print(f"best of {args.reps} runs each{pause}, {args.rounds} rounds in turns; "
-          "wall s / CPU s, then peak RSS and the fewest page-fault exceptions of a run")
+          "wall s / CPU s, then peak RSS")
     print()
     print("| case | before | after | target |")
     print("|---|---|---|---|")
@@ -53,8 +53,7 @@ def main():
             rounds = [r[case] for r in results[side]]
             times = ", ".join(f"{r['best_wall']:.3f} / {r['best_cpu']:.3f}" for r in rounds)
             peak = max(r["peak_rss_bytes"] for r in rounds) / (1 << 20)
-            faults = min(r["minor_faults"] for r in rounds)
-            return f"{times} s, {peak:.0f} MiB, {faults} faults"
+            return f"{times} s, {peak:.0f} MiB"
         t = results["after"][0][case]
         target = f"<= {t['target_seconds']:g} s" + (
             f", <= {t['target_mib']} MiB" if t["target_mib"] is not None else "")

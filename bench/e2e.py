@@ -46,8 +46,7 @@ SIM_TARGET_MOPS = 12.0
 
 
 def run_once(argv, stdout_path):
-    """(wall s, cpu s, peak RSS bytes, page-fault exceptions, exit status, stderr) of one child
-    run (a fault costs ~12 us in this VM, see docs/BENCHMARKS.md)."""
+    """(wall s, cpu s, peak RSS bytes, exit status) of one child run."""
     with open(stdout_path, "wb") as out:
         start = time.perf_counter()
         child = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, cwd=SRC)
@@ -56,8 +55,7 @@ def run_once(argv, stdout_path):
         wall = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
     cpu = usage.ru_utime + usage.ru_stime
-    return (wall, cpu, usage.ru_maxrss * 1024, usage.ru_minflt, child.returncode,
-            err.decode(errors="replace"))
+    return wall, cpu, usage.ru_maxrss * 1024, child.returncode, err.decode(errors="replace")
 
 
 def measure(ppsim, case, ext, reps, tmp, pause=0.0):
@@ -68,17 +66,16 @@ def measure(ppsim, case, ext, reps, tmp, pause=0.0):
         trace_file = os.path.join(tmp, "bench." + ext)
         argv += ["--trace", trace_file]
         name = f"{name} .{ext}"
-    walls, cpus, peaks, faults, size = [], [], [], [], None
+    walls, cpus, peaks, size = [], [], [], None
     for _ in range(reps):
         if pause > 0:
             time.sleep(pause)
-        wall, cpu, peak, minflt, rc, err = run_once(argv, os.path.join(tmp, "stdout"))
+        wall, cpu, peak, rc, err = run_once(argv, os.path.join(tmp, "stdout"))
         if rc != 0:
             return {"case": name, "ok": False,
                     "problem": f"exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}"}
         walls.append(wall)
         cpus.append(cpu)
-        faults.append(minflt)
         peaks.append(peak)
         if trace_file:
             size = os.path.getsize(trace_file)
@@ -88,8 +85,7 @@ def measure(ppsim, case, ext, reps, tmp, pause=0.0):
     result = {"case": name, "ok": True, "command": " ".join(["ppsim", "run"] + args +
                                                            (["--trace", "FILE." + ext] if trace else [])),
               "reps": reps, "wall_seconds": walls, "cpu_seconds": cpus, "best_wall": min(walls),
-              "best_cpu": best_cpu, "peak_rss_bytes": peak, "minor_faults": min(faults),
-              "target_seconds": target_s,
+              "best_cpu": best_cpu, "peak_rss_bytes": peak, "target_seconds": target_s,
               "target_mib": target_mib, "time_met": best_cpu <= target_s,
               "time_met_wall": min(walls) <= target_s,
               "memory_met": target_mib is None or peak <= target_mib * MIB}

@@ -31,12 +31,12 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  # This round's before/after, taken in turns: round 11 kept one change, validation's smaller
-  # table, so phase by phase. Earlier rounds' outputs (and round 11's tables of what it took back)
-  # are kept in the template.
-  run ROUND11P python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS" --against "$BASE"
+  # This round's before/after (round 12: fewer page-fault exceptions, a few percent): many single
+  # runs, alternating, and their percentiles. Earlier rounds' outputs are kept in the template.
+  run ROUND12P64 python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 150 $P64
+  run ROUND12P256 python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 15 $P256
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND11P; do
+  for name in E2EBASE ROUND12P64 ROUND12P256; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi
