@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <vector>
 
 namespace ppsim::cli {
 

@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <streambuf>
 #include <string>
-#include <vector>
 
 namespace ppsim::cli {
 

@@ -270,9 +270,9 @@ std::string read_config_file(const std::string& path) {
           ? std::size_t{1} << 16
           : std::clamp<std::size_t>(static_cast<std::size_t>(st.st_size) + 1, 4096, 1 << 16);
   while (size <= kMaxConfigBytes) {
-    const std::size_t want = std::min<std::size_t>(chunk, kMaxConfigBytes + 1 - size);
-    text.resize(size + want);
-    const ssize_t got = ::read(fd, text.data() + size, want);
+    if (text.size() == size)  // full: one more chunk (a short read left room for the next)
+      text.resize(size + std::min<std::size_t>(chunk, kMaxConfigBytes + 1 - size));
+    const ssize_t got = ::read(fd, text.data() + size, text.size() - size);
     if (got < 0) {
       if (errno == EINTR) continue;
       throw ConfigError(path, "", fmt::format("cannot read file: {}", std::strerror(errno)));

@@ -1,5 +1,7 @@
 #include "ppsim/schedules/huge_pages.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -8,12 +10,25 @@
 
 namespace ppsim::schedules {
 
+namespace {
+// The base page size (4 KiB on x86-64; 16 or 64 KiB on some arm64 kernels, where a 4 KiB-aligned
+// range would make madvise fail with EINVAL).
+std::uintptr_t page_bytes() {
+  static const std::uintptr_t bytes = [] {
+    const long n = ::sysconf(_SC_PAGESIZE);
+    return n > 0 ? static_cast<std::uintptr_t>(n) : std::uintptr_t{4096};
+  }();
+  return bytes;
+}
+}  // namespace
+
 void populate(void* p, std::size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
   const unsigned jobs = jobs_here();
   if (jobs < 2 || bytes < kPopulateMinBytes) return;
   // Slices start on huge-page boundaries, so no huge page is faulted by two threads.
-  constexpr std::uintptr_t kHuge = kHugePageBytes, kPage = 4096;
+  constexpr std::uintptr_t kHuge = kHugePageBytes;
+  const std::uintptr_t kPage = page_bytes();
   const auto first = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t begin = first & ~(kHuge - 1), end = first + bytes;
   const std::size_t pages = (end - begin + kHuge - 1) / kHuge;
@@ -38,7 +53,7 @@ void prefault(void* p, std::size_t bytes) {
   if (bytes >= kPopulateMinBytes && jobs_here() >= 2) return populate(p, bytes);
 #ifdef MADV_POPULATE_WRITE
   // Outward to whole pages: the pages holding the range's ends belong to its mapping too.
-  constexpr std::uintptr_t kPage = 4096;
+  const std::uintptr_t kPage = page_bytes();
   const auto first = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t begin = first & ~(kPage - 1),
                        end = (first + bytes + kPage - 1) & ~(kPage - 1);

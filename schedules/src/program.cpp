@@ -97,7 +97,8 @@ void Program::reserve(int rank, std::size_t n) {
     use_arena(n * sizeof(Op) * static_cast<std::size_t>(ranks()));  // nothing under 8 MiB
   if (n <= list.capacity()) return;
   list.reserve(n);
-  // The caller writes the n ops next (generators reserve each rank's exact count).
+  // The room is faulted in, resident from now on: generators reserve each rank's count (dualpipe,
+  // dualpipev and the torch CSV import a bound: 16 bytes per op they do not write).
   prefault(list.data() + list.size(), (list.capacity() - list.size()) * sizeof(Op));
 }
 

@@ -25,10 +25,11 @@ inline constexpr std::size_t kPopulateMinBytes = std::size_t{16} << 20;
 void populate(void* p, std::size_t bytes);
 
 // Faults in every page that [p, p + bytes) touches, as populate() does for a large range and with
-// one MADV_POPULATE_WRITE on this thread for a smaller one, for memory about to be written in
-// full. In a VM each page-fault exception costs ~12 us per 4 KiB page, and faulting the same pages
-// in by one call ~0.6 us each (ppsim_bench_first_touch): a P=64 run took 1,140 exceptions, 320
-// since (docs/BENCHMARKS.md, round 12). The contents are unchanged. Advice only, as for populate().
+// one MADV_POPULATE_WRITE on this thread for a smaller one (or a large one where ppsim has one
+// thread), for memory about to be written in full: what is faulted in is resident from then on. In
+// a VM each page-fault exception costs ~12 us per 4 KiB page, and faulting the same pages in by one
+// call ~0.6 us each (ppsim_bench_first_touch): a P=64 run took 1,140 exceptions, 320 since
+// (docs/BENCHMARKS.md, round 12). The contents are unchanged. Advice only, as for populate().
 void prefault(void* p, std::size_t bytes);
 
 // Sizes `v` to n copies of `value`, asking the kernel for transparent huge pages before the memory

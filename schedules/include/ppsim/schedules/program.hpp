@@ -88,9 +88,10 @@ class Program {
   // `routes` (empty: linear) are checked against the inferred stage count.
   static Program parse(std::string_view text, Routes routes = {});
 
-  // Room for n ops on `rank`. The first reserve of a list moves the program to an arena
-  // (use_arena, sized as if every rank reserved n), so generators, which reserve each rank's
-  // exact count, pack large programs' lists on huge pages.
+  // Room for n ops on `rank`, faulted in (prefault) for the writes that follow: reserve what will
+  // be written. The first reserve of a list moves the program to an arena (use_arena, sized as
+  // if every rank reserved n), so generators, which reserve each rank's count, pack large
+  // programs' lists on huge pages.
   void reserve(int rank, std::size_t n);
   // At least `ranks` ranks: a rank that owns no stage (IDLE in the text form) still exists.
   void ensure_ranks(int ranks);
