@@ -111,8 +111,8 @@ mode_t current_umask() {  // the CLI is single-threaded; there is no way to read
 
 FdStreamBuf::FdStreamBuf(int fd, std::size_t buffer_size, bool early_writeback)
     : fd_(fd),
-      buffer_(std::make_unique_for_overwrite<char[]>(std::max<std::size_t>(buffer_size, 1))),
       buffer_size_(std::max<std::size_t>(buffer_size, 1)),
+      buffer_(std::make_unique_for_overwrite<char[]>(buffer_size_)),
       early_writeback_(early_writeback) {
   setp(buffer_.get(), buffer_.get() + buffer_size_);
 }

@@ -48,9 +48,9 @@ class FdStreamBuf : public std::streambuf {
 
   int fd_;
   int error_ = 0;
+  std::size_t buffer_size_;
   // Not zeroed: a small output touches only the pages it writes (a fault costs ~12 us in a VM).
   std::unique_ptr<char[]> buffer_;
-  std::size_t buffer_size_;
   bool early_writeback_;
   std::size_t written_ = 0;    // bytes written to fd_
   std::size_t writeback_ = 0;  // bytes whose writeback has been started

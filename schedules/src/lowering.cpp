@@ -99,16 +99,9 @@ Program lower(const Program& compute, const LoweringOptions& options) {
     auto& [ops, wait_ids] = scratch[worker];
     ops.clear();
     wait_ids.clear();
-    const std::size_t hint = compute.ops(r).size() * kOpsPerComputeHint + 64;
-    if (hint > ops.capacity()) {  // fresh memory that emit fills next: faulted in at once
-      ops.reserve(hint);
-      prefault(ops.data(), ops.capacity() * sizeof(Op));
-    }
+    reserve_prefaulted(ops, compute.ops(r).size() * kOpsPerComputeHint + 64);
     // A compute op receives its input and sends its output: about two request ids each.
-    if (const std::size_t ids = compute.ops(r).size() * 2 + 64; ids > wait_ids.capacity()) {
-      wait_ids.reserve(ids);
-      prefault(wait_ids.data(), wait_ids.capacity() * sizeof(std::int32_t));
-    }
+    reserve_prefaulted(wait_ids, compute.ops(r).size() * 2 + 64);
     RankLowering l(compute, out, ops, wait_ids, r, params, options.groups);
     style->lower_rank(l);
     out.set_ops(r, ops, wait_ids);

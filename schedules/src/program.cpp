@@ -95,11 +95,9 @@ void Program::reserve(int rank, std::size_t n) {
   OpList& list = ops(rank);
   if (list.capacity() == 0 && !list.get_allocator().arena())
     use_arena(n * sizeof(Op) * static_cast<std::size_t>(ranks()));  // nothing under 8 MiB
-  if (n <= list.capacity()) return;
-  list.reserve(n);
-  // The room is faulted in, resident from now on: generators reserve each rank's count (dualpipe,
-  // dualpipev and the torch CSV import a bound: 16 bytes per op they do not write).
-  prefault(list.data() + list.size(), (list.capacity() - list.size()) * sizeof(Op));
+  // Generators reserve each rank's count (dualpipe, dualpipev and the torch CSV import a bound: 16
+  // resident bytes per op they do not write).
+  reserve_prefaulted(list, n);
 }
 
 void Program::use_arena(std::size_t capacity_hint) {

@@ -269,12 +269,7 @@ class Validator {
           max_id = std::max<std::int64_t>(max_id, op.request);
         }
       dense_ = min_id >= 0 && max_id < static_cast<std::int64_t>(2 * ops.size() + 64);
-      if (dense_) {
-        const auto n = static_cast<std::size_t>(max_id + 1);
-        slots_.reserve(n);
-        prefault(slots_.data(), n * sizeof(Slot));  // one call, not a fault per fresh page
-        slots_.assign(n, Slot{});
-      }
+      if (dense_) assign_huge(slots_, static_cast<std::size_t>(max_id + 1), Slot{});
     }
     // The outstanding request `id`, or nullptr.
     const Request* outstanding(std::int32_t id) const {

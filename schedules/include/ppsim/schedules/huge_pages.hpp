@@ -32,6 +32,15 @@ void populate(void* p, std::size_t bytes);
 // (docs/BENCHMARKS.md, round 12). The contents are unchanged. Advice only, as for populate().
 void prefault(void* p, std::size_t bytes);
 
+// Room for n elements in vector `v`, the new room faulted in (prefault), for a vector about to be
+// filled to n: what is reserved is resident from then on.
+template <typename V>
+void reserve_prefaulted(V& v, std::size_t n) {
+  if (n <= v.capacity()) return;
+  v.reserve(n);
+  prefault(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(*v.data()));
+}
+
 // Sizes `v` to n copies of `value`, asking the kernel for transparent huge pages before the memory
 // is first touched (advice only: where the kernel declines, nothing changes), and faulting the
 // table in first (prefault: on several threads when it is large).
