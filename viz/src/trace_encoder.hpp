@@ -45,6 +45,12 @@ class ByteSink {
  public:
   virtual ~ByteSink() = default;
   virtual void write(const char* data, std::size_t size) = 0;
+  // The first `size` bytes of `buffer` (of `capacity` bytes), as write() takes them. A sink may
+  // keep the buffer and put another of the same capacity in its place, returning or throwing.
+  virtual void write_buffer(std::unique_ptr<char[]>& buffer, std::size_t size,
+                            std::size_t /*capacity*/) {
+    write(buffer.get(), size);
+  }
   virtual void finish() = 0;
 };
 std::unique_ptr<ByteSink> make_stream_sink(std::ostream& out);

@@ -17,8 +17,10 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "ppsim/schedules/huge_pages.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz::detail {
@@ -129,17 +131,26 @@ class BackgroundSink : public ByteSink {
   void write(const char* data, std::size_t size) override {
     if (direct_) return inner_->write(data, size);
     while (size > 0) {
-      if (!fill_.bytes) fill_ = take_spare();
+      if (!fill_.bytes) fill_ = take_spare(kBlock);
       const std::size_t n = std::min(size, kBlock - fill_.size);
       copy_uncached(fill_.bytes.get() + fill_.size, data, n);
       fill_.size += n;
       data += n;
       size -= n;
-      if (fill_.size == kBlock) hand_over();
+      if (fill_.size == kBlock) hand_over(std::exchange(fill_, Block{}));
     }
   }
+  // The caller's buffer goes to the writer thread as it is, and a spare of the same capacity
+  // takes its place: no copy.
+  void write_buffer(std::unique_ptr<char[]>& buffer, std::size_t size,
+                    std::size_t capacity) override {
+    if (direct_) return inner_->write(buffer.get(), size);
+    if (fill_.size > 0) hand_over(std::exchange(fill_, Block{}));  // what write() took goes first
+    Block full{std::exchange(buffer, take_spare(capacity).bytes), size, capacity};
+    hand_over(std::move(full));
+  }
   void finish() override {
-    if (!direct_ && fill_.size > 0) hand_over();
+    if (!direct_ && fill_.size > 0) hand_over(std::exchange(fill_, Block{}));
     stop();
     if (error_) std::rethrow_exception(error_);
     inner_->finish();
@@ -147,18 +158,25 @@ class BackgroundSink : public ByteSink {
 
  private:
   struct Block {
-    std::unique_ptr<char[]> bytes;  // kBlock of them, not zeroed
+    std::unique_ptr<char[]> bytes;  // `capacity` of them, not zeroed
     std::size_t size = 0;
+    std::size_t capacity = 0;
   };
 
-  Block take_spare() {
+  Block take_spare(std::size_t capacity) {
     std::lock_guard lock(mutex_);
-    if (spare_.empty()) return {std::make_unique_for_overwrite<char[]>(kBlock), 0};
-    Block b = std::move(spare_.back());
-    spare_.pop_back();
-    return b;
+    for (auto it = spare_.begin(); it != spare_.end(); ++it)
+      if (it->capacity == capacity) {
+        Block b = std::move(*it);
+        spare_.erase(it);
+        return b;
+      }
+    // A new block: faulted in by one call, not a fault per page.
+    auto bytes = std::make_unique_for_overwrite<char[]>(capacity);
+    schedules::prefault(bytes.get(), capacity);
+    return {std::move(bytes), 0, capacity};
   }
-  void hand_over() {
+  void hand_over(Block&& block) {
     std::unique_lock lock(mutex_);
     room_.wait(lock, [&] { return full_.size() < kDepth || error_; });
     if (error_) {
@@ -166,8 +184,7 @@ class BackgroundSink : public ByteSink {
       stop();
       std::rethrow_exception(error_);
     }
-    full_.push_back(std::move(fill_));
-    fill_ = Block{};
+    full_.push_back(std::move(block));
     lock.unlock();
     ready_.notify_one();
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "decimal.hpp"
 #include "ppsim/schedules/jobs.hpp"
 #include "trace_encoder.hpp"
 
@@ -165,28 +166,39 @@ TraceStream::RankState& TraceStream::rank_state(int rank) {
 
 // The op's text form, as Program::op_text writes it; plain ops without allocating.
 std::string_view TraceStream::op_text(int rank, const schedules::Op& op) {
+  // Every kind's name fits plain_ beside three ints of 11 characters and a '#'.
+  static_assert([] {
+    for (const auto& k : schedules::kOpKinds)
+      if (k.name.size() > sizeof plain_ - 3 * 11 - 1) return false;
+    return true;
+  }());
   const schedules::OpKindInfo& k = schedules::info(op.kind);
-  text_.clear();
   if (op.kind == schedules::OpKind::WAIT) {
     text_ = "WAIT(";
     bool first = true;
     for (const std::int32_t id : program_->wait_ids(rank, op)) {
       if (!first) text_ += ';';
       first = false;
-      fmt::format_to(std::back_inserter(text_), FMT_COMPILE("{}"), id);
+      char digits[16];
+      text_.append(digits, detail::put_int(digits, id));
     }
     text_ += ')';
-  } else if (k.cls == schedules::OpClass::wait || k.composite)
+    return text_;
+  }
+  if (k.cls == schedules::OpClass::wait || k.composite) {
     text_ = program_->op_text(rank, op);
-  else if (!k.microbatch)
-    fmt::format_to(std::back_inserter(text_), FMT_COMPILE("{}{}"), op.stage, k.name);
-  else if (op.async)
-    fmt::format_to(std::back_inserter(text_), FMT_COMPILE("{}{}{}#{}"), op.stage, k.name,
-                   op.microbatch, op.request);
-  else
-    fmt::format_to(std::back_inserter(text_), FMT_COMPILE("{}{}{}"), op.stage, k.name,
-                   op.microbatch);
-  return text_;
+    return text_;
+  }
+  char* p = detail::put_int(plain_, op.stage);
+  p = detail::put(p, k.name);
+  if (k.microbatch) {
+    p = detail::put_int(p, op.microbatch);
+    if (op.async) {
+      *p++ = '#';
+      p = detail::put_int(p, op.request);
+    }
+  }
+  return {plain_, static_cast<std::size_t>(p - plain_)};
 }
 
 void TraceStream::on_begin(int ranks, bool concurrent) {

@@ -90,6 +90,7 @@ class TraceStream : public record::Observer {
   std::uint64_t flows_ = 0;
   std::vector<RankState> ranks_;
   std::string text_;  // scratch for op texts
+  char plain_[64];    // the same, for plain ops
   bool closed_ = false;
 };
 
