@@ -23,7 +23,13 @@ class FdStreamBuf : public std::streambuf {
  public:
   // early_writeback: the descriptor is a regular file that will be fsync'ed; the disk writes of
   // what is written start every few MiB, so that the fsync finds little left to wait for.
-  explicit FdStreamBuf(int fd, std::size_t buffer_size = 1 << 16, bool early_writeback = false);
+  // direct_after (with early_writeback): past that many bytes, the rest goes to the disk with
+  // O_DIRECT, past the page cache, through an aligned staging buffer of 4 MiB (faulted in only
+  // then); the output's last partial buffer is written as usual. kNever: never.
+  static constexpr std::size_t kNever = static_cast<std::size_t>(-1);
+  static constexpr std::size_t kDirectAfter = std::size_t{256} << 20;  // OutputFile's
+  explicit FdStreamBuf(int fd, std::size_t buffer_size = 1 << 16, bool early_writeback = false,
+                       std::size_t direct_after = kNever);
   ~FdStreamBuf() override;
   FdStreamBuf(const FdStreamBuf&) = delete;
   FdStreamBuf& operator=(const FdStreamBuf&) = delete;
@@ -43,15 +49,27 @@ class FdStreamBuf : public std::streambuf {
 
  private:
   bool write_all(const char* data, std::size_t size);
+  void start_staging();
+  void end_direct();
+  void fault_in(const char* upto);
 
   void start_writeback();
+
+  struct AlignedDelete {
+    void operator()(char* p) const;
+  };
 
   int fd_;
   int error_ = 0;
   std::size_t buffer_size_;
+  std::size_t direct_after_;
+  std::size_t staging_size_;  // 0: never O_DIRECT (or no longer)
   // Not zeroed: a small output touches only the pages it writes (a fault costs ~12 us in a VM).
-  std::unique_ptr<char[]> buffer_;
+  // The larger of the two sizes, aligned for O_DIRECT.
+  std::unique_ptr<char[], AlignedDelete> buffer_;
   bool early_writeback_;
+  bool staging_ = false;       // past kDirectAfter: fd_ has O_DIRECT, full staging buffers only
+  const char* faulted_end_;    // staging: the buffer is faulted in up to here
   std::size_t written_ = 0;    // bytes written to fd_
   std::size_t writeback_ = 0;  // bytes whose writeback has been started
 };
