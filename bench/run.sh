@@ -31,12 +31,16 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  # This round's before/after (round 12: fewer page-fault exceptions, a few percent): many single
-  # runs, alternating, and their percentiles. Earlier rounds' outputs are kept in the template.
-  run ROUND12P64 python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 150 $P64
-  run ROUND12P256 python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 15 $P256
+  # This round's before/after (round 13: JSON traces, large outputs past the page cache): single
+  # runs, alternating, and their percentiles; the P=64 JSON trace also with its file on tmpfs,
+  # which leaves the disk and the final fsync out. Earlier rounds' outputs are kept in the
+  # template.
+  run ROUND13P64J python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 30 --trace json $P64
+  run ROUND13P64JSHM python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 30 --trace json --dir /dev/shm $P64
+  run ROUND13P256J python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 3 --trace json $P256
+  run ROUND13P256P python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 3 --trace pftrace $P256
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND12P64 ROUND12P256; do
+  for name in E2EBASE ROUND13P64J ROUND13P64JSHM ROUND13P256J ROUND13P256P; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi
