@@ -3,9 +3,10 @@
 # then N random variations of them (schedule, ranks, microbatches, chunks, comm style, prefetch,
 # matching, split backward) and random custom op lists made from the `export` of those programs
 # with their request ids shuffled, ops dropped or duplicated; and every config with 16384
-# microbatches, large enough for lowering and validation to run on several threads. Exit 1 at the
-# first difference.
-# Usage: scripts/compare-outputs.sh OLD_PPSIM NEW_PPSIM [N=200] [SEED=1]
+# microbatches, large enough for lowering and validation to run on several threads. With TRACES=1,
+# also the trace files of each run (`run --trace` in .json, .json.gz and .pftrace: the gzip file
+# inflated, since its compressed bytes may differ). Exit 1 at the first difference.
+# Usage: [TRACES=1] scripts/compare-outputs.sh OLD_PPSIM NEW_PPSIM [N=200] [SEED=1]
 set -euo pipefail
 OLD=$1 NEW=$2 N=${3:-200} SEED=${4:-1}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,9 +28,31 @@ same() {  # the ppsim arguments; compares stdout, stderr and exit status
   fi
 }
 
+same_traces() {  # a config: with TRACES=1, its trace in each format from both builds
+  [ "${TRACES:-0}" = 1 ] || return 0
+  local ext
+  for ext in json json.gz pftrace; do
+    rm -f "$TMP/old.$ext" "$TMP/new.$ext"
+    "$OLD" run "$@" --trace "$TMP/old.$ext" >/dev/null 2>&1 || true
+    "$NEW" run "$@" --trace "$TMP/new.$ext" >/dev/null 2>&1 || true
+    cases=$((cases + 1))
+    if [ "$ext" = json.gz ] && [ -f "$TMP/old.$ext" ] && [ -f "$TMP/new.$ext" ]; then
+      gzip -dc "$TMP/old.$ext" >"$TMP/old.inflated" && gzip -dc "$TMP/new.$ext" >"$TMP/new.inflated"
+      cmp -s "$TMP/old.inflated" "$TMP/new.inflated" && continue
+    elif [ ! -e "$TMP/old.$ext" ] && [ ! -e "$TMP/new.$ext" ]; then
+      continue  # refused alike (the run's own output was compared already)
+    elif cmp -s "$TMP/old.$ext" "$TMP/new.$ext"; then
+      continue
+    fi
+    echo "DIFFERENT: ppsim run $* --trace FILE.$ext"
+    exit 1
+  done
+}
+
 for cfg in "$SRC"/configs/*.json; do
   same run "$cfg" --json
   same check "$cfg"
+  same_traces "$cfg"
 done
 # Large enough that lowering and validation run on several threads (a config whose schedule
 # cannot take the override fails alike in both).
@@ -93,5 +116,6 @@ PY
 while read -r cfg; do
   same run "$cfg" --json
   same check "$cfg"
+  same_traces "$cfg"
 done <"$TMP/list"
 echo "identical: $cases runs of $OLD and $NEW"
