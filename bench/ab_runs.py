@@ -57,6 +57,13 @@ def main():
                                    "/dev/shm leaves the disk out)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ab_runs.", dir=a.dir)
+    try:
+        compare(a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compare(a, tmp):
     out = ["--trace", os.path.join(tmp, "ab." + a.trace)] if a.trace else ["--json"]
     args = ["run", a.config] + [x for kv in a.set for x in ("--set", kv)] + out
     shown = args[:-1] + [f"FILE.{a.trace}"] if a.trace else args
@@ -86,7 +93,6 @@ def main():
             os.remove(out[1])
         cells = " | ".join(f"{x * 1e3:.1f}" for x in q)
         print(f"| {k} | {cells} | {f if f is not None else 'no perf'} |")
-    os.rmdir(tmp)
 
 
 if __name__ == "__main__":

@@ -129,7 +129,8 @@ FdStreamBuf::FdStreamBuf(int fd, std::size_t buffer_size, bool early_writeback,
       buffer_size_(std::max<std::size_t>(buffer_size, 1)),
       direct_after_(direct_after),
       staging_size_(early_writeback && direct_after != kNever ? kStagingSize : 0),
-      buffer_(new (std::align_val_t{kDirectAlign}) char[std::max(buffer_size_, staging_size_)]),
+      buffer_(static_cast<char*>(
+          ::operator new[](std::max(buffer_size_, staging_size_), std::align_val_t{kDirectAlign}))),
       early_writeback_(early_writeback),
       faulted_end_(buffer_.get()) {
   setp(buffer_.get(), buffer_.get() + buffer_size_);
@@ -197,19 +198,20 @@ void FdStreamBuf::end_direct() {
   staging_ = false;
 #ifdef O_DIRECT
   const int flags = ::fcntl(fd_, F_GETFL);
-  if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT);
+  if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0)
+    set_error(errno);  // an unaligned write would fail anyway: say why now
 #endif
 }
 
 // The staging buffer is faulted in a MiB ahead of the writes, by one call each (a fault per page
 // costs ~12 us in this VM).
 void FdStreamBuf::fault_in(const char* upto) {
-  if (upto <= faulted_end_) return;
-  const char* end = std::min<const char*>(buffer_.get() + staging_size_,
-                                          std::max(upto, faulted_end_ + (std::size_t{1} << 20)));
-  schedules::prefault(const_cast<char*>(faulted_end_),
-                      static_cast<std::size_t>(end - faulted_end_));
-  faulted_end_ = end;
+  const auto done = static_cast<std::size_t>(faulted_end_ - buffer_.get());
+  const auto want = static_cast<std::size_t>(upto - buffer_.get());
+  if (want <= done) return;
+  const std::size_t end = std::min(staging_size_, std::max(want, done + (std::size_t{1} << 20)));
+  schedules::prefault(buffer_.get() + done, end - done);
+  faulted_end_ = buffer_.get() + end;
 }
 
 bool FdStreamBuf::flush_all() {

@@ -25,7 +25,9 @@ class FdStreamBuf : public std::streambuf {
   // what is written start every few MiB, so that the fsync finds little left to wait for.
   // direct_after (with early_writeback): past that many bytes, the rest goes to the disk with
   // O_DIRECT, past the page cache, through an aligned staging buffer of 4 MiB (faulted in only
-  // then); the output's last partial buffer is written as usual. kNever: never.
+  // then); the output's last partial buffer is written as usual. A flush of a partly filled
+  // staging buffer (std::flush, std::endl) ends O_DIRECT for the rest of the output, and only
+  // writes of blocks (ostream::write) start it. kNever: never.
   static constexpr std::size_t kNever = static_cast<std::size_t>(-1);
   static constexpr std::size_t kDirectAfter = std::size_t{256} << 20;  // OutputFile's
   explicit FdStreamBuf(int fd, std::size_t buffer_size = 1 << 16, bool early_writeback = false,

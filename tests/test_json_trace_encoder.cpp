@@ -1,14 +1,16 @@
 // The Chrome-trace JSON encoder (viz/src/json_trace_encoder.cpp) writes its numbers and names
-// through a bare pointer, not fmt: its bytes must be what fmt's "{}" and "{:.6f}" give, for
-// every kind of event, at the edges of its fast paths (rounding ties, 2^45, negatives, huge
-// values, 64-bit integers), for names that need escaping or are larger than its event room, and
-// across its 1 MiB flushes.
+// through a bare pointer, not fmt: its bytes must be what fmt's "{}" and "{:.6f}" give (but for
+// -0.0 outside flows: "0.000000", as the writers always wrote it), for every kind of event, at
+// the edges of its fast paths (rounding ties, 2^45, negatives, huge values, NaN and infinities,
+// 64-bit integers), for names that need escaping or are larger than its event room, for the
+// largest event it can write, and across its 1 MiB flushes, handed to a background sink whole.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +20,11 @@
 using namespace ppsim::viz::detail;
 
 namespace {
+
+// "{:.6f}" as the writers have always written times outside flows: -0.0 without its sign.
+std::string time6(double v) {
+  return v == 0 && std::signbit(v) ? std::string("0.000000") : fmt::format("{:.6f}", v);
+}
 
 struct Collect : ByteSink {
   std::string bytes;
@@ -69,9 +76,8 @@ struct Reference {
   void slice(int pid, int tid, double ts, double dur, std::string_view name, TraceCategory cat,
              const std::vector<TraceArg>& a) {
     begin();
-    out += fmt::format(
-        R"("ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},)", esc(name),
-        to_string(cat), pid, tid, ts, dur);
+    out += fmt::format(R"("ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},)",
+                       esc(name), to_string(cat), pid, tid, time6(ts), time6(dur));
     out += args(a) + '}';
   }
   void instant(int pid, int tid, double ts, std::string_view head, std::string_view name,
@@ -79,7 +85,7 @@ struct Reference {
     begin();
     out += fmt::format(R"("ph":"i","s":"{}","name":"{}{}","cat":"{}","pid":{},"tid":{},"ts":)",
                        global ? "g" : "t", esc(head), esc(name), to_string(cat), pid, tid);
-    out += global ? fmt::format("{}", ts) : fmt::format("{:.6f}", ts);
+    out += global ? fmt::format("{}", ts) : time6(ts);
     out += ',' + args(a) + '}';
   }
   void flow(std::uint64_t id, int sp, int st, int dp, int dt, double ts) {
@@ -95,8 +101,9 @@ struct Reference {
   void counter(int pid, CounterKind kind, double ts, std::int64_t v) {
     begin();
     const bool mem = kind == CounterKind::memory;
-    out += fmt::format(R"("ph":"C","name":"{}","pid":{},"ts":{:.6f},"args":{{"{}":{}}}}})",
-                       mem ? "memory" : "inflight", pid, ts, mem ? "bytes" : "microbatches", v);
+    out +=
+        fmt::format(R"("ph":"C","name":"{}","pid":{},"ts":{},"args":{{"{}":{}}}}})",
+                    mem ? "memory" : "inflight", pid, time6(ts), mem ? "bytes" : "microbatches", v);
   }
   void process(int pid, std::string_view head, std::string_view name, int sort) {
     begin();
@@ -142,7 +149,12 @@ std::vector<double> edge_times() {
                            -1.0,
                            -1e-7,
                            -123.4567895,
-                           -1.7976931348623157e308};
+                           -1.7976931348623157e308,
+                           -0.0,
+                           std::numeric_limits<double>::quiet_NaN(),
+                           -std::numeric_limits<double>::quiet_NaN(),
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity()};
   std::mt19937_64 rng(42);
   for (int i = 0; i < 20000; ++i) {
     const int scale = static_cast<int>(rng() % 12);
@@ -182,13 +194,10 @@ std::vector<std::int64_t> edge_ints() {
   return v;
 }
 
-}  // namespace
-
-TEST_CASE("The JSON trace encoder's numbers and names are fmt's for every kind of event",
-          "[trace]") {
-  Collect sink;
+// Drives the encoder and the reference with the same events; returns the expected text.
+std::string encode_events(TraceEncoder& encoder) {
+  TraceEncoder* enc = &encoder;
   Reference ref;
-  auto enc = make_json_encoder(sink);
   const auto times = edge_times();
   const auto ints = edge_ints();
   const std::string big_name(5000, 'n');  // larger than an event's fixed room
@@ -236,15 +245,51 @@ TEST_CASE("The JSON trace encoder's numbers and names are fmt's for every kind o
   }
   enc->instant(0, 0, 0.0, "run: ", "title", TraceCategory::run, true, {});
   ref.instant(0, 0, 0.0, "run: ", "title", TraceCategory::run, true, {});
+  // The largest event: two numbers of 317 characters, the smallest integers, every kind of
+  // argument.
+  const double huge = -std::numeric_limits<double>::max();
+  const auto min64 = std::numeric_limits<std::int64_t>::min();
+  const int min32 = std::numeric_limits<int>::min();
+  const std::vector<TraceArg> most = {int_arg("position", min64),   int_arg("stage", min64),
+                                      int_arg("microbatch", min64), int_arg("peer", min64),
+                                      bool_arg("in_cycle", false),  str_arg("op", "x")};
+  enc->slice(min32, min32, huge, huge, "", TraceCategory::deadlock, most, 0, 0);
+  ref.slice(min32, min32, huge, huge, "", TraceCategory::deadlock, most);
   enc->close(R"("title":"t")");
   ref.close(R"("title":"t")");
+  return ref.out;
+}
+
+void check_same(const std::string& got, const std::string& want) {
+  std::size_t same = 0;  // where they part, for the message
+  while (same < got.size() && same < want.size() && got[same] == want[same]) ++same;
+  INFO("encoder:   " << got.substr(same > 80 ? same - 80 : 0, 160));
+  INFO("reference: " << want.substr(same > 80 ? same - 80 : 0, 160));
+  CHECK(got.size() == want.size());
+  CHECK(got == want);
+}
+
+}  // namespace
+
+TEST_CASE("The JSON trace encoder's numbers and names are fmt's for every kind of event",
+          "[trace]") {
+  Collect sink;
+  auto enc = make_json_encoder(sink);
+  const std::string want = encode_events(*enc);
   REQUIRE(sink.finished == 1);
   REQUIRE(sink.bytes.size() > (std::size_t{3} << 20));  // several flushes
-  std::size_t same = 0;                                 // where they part, for the message
-  while (same < sink.bytes.size() && same < ref.out.size() && sink.bytes[same] == ref.out[same])
-    ++same;
-  INFO("encoder:   " << sink.bytes.substr(same > 80 ? same - 80 : 0, 160));
-  INFO("reference: " << ref.out.substr(same > 80 ? same - 80 : 0, 160));
-  CHECK(sink.bytes.size() == ref.out.size());
-  CHECK(sink.bytes == ref.out);
+  check_same(sink.bytes, want);
+}
+
+TEST_CASE("The JSON trace encoder hands whole buffers to a background sink and keeps its bytes",
+          "[trace][threads]") {
+  // Each full buffer goes to the writer thread and a spare comes back: the encoder must write
+  // into what it gets back, whether it is a new block or one already written.
+  auto inner = std::make_unique<Collect>();
+  Collect& got = *inner;
+  auto sink = make_background_sink(std::move(inner));
+  auto enc = make_json_encoder(*sink);
+  const std::string want = encode_events(*enc);
+  REQUIRE(got.finished == 1);
+  check_same(got.bytes, want);
 }

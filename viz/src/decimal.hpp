@@ -1,7 +1,7 @@
 #pragma once
 // Integers written as decimal text through a bare pointer, for the trace writers' hot paths: the
 // same text as fmt's "{}", without its buffer checks. The caller makes room (at most 20 bytes for
-// an unsigned, 21 for a signed integer). Internal to viz.
+// an unsigned or a signed 64-bit integer). Internal to viz.
 #include <bit>
 #include <cstdint>
 #include <cstring>

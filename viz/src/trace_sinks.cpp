@@ -163,15 +163,23 @@ class BackgroundSink : public ByteSink {
     std::size_t capacity = 0;
   };
 
+  // A written block of this capacity, or a new one. Spares of another capacity (the encoder's
+  // buffer grew) are freed: memory stays bounded by the blocks in flight.
   Block take_spare(std::size_t capacity) {
-    std::lock_guard lock(mutex_);
-    for (auto it = spare_.begin(); it != spare_.end(); ++it)
-      if (it->capacity == capacity) {
-        Block b = std::move(*it);
-        spare_.erase(it);
-        return b;
+    std::vector<Block> stale;  // freed outside the lock
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& b : spare_) {
+        if (b.capacity == capacity) {
+          Block found = std::move(b);
+          if (&b != &spare_.back()) b = std::move(spare_.back());
+          spare_.pop_back();
+          return found;
+        }
       }
-    // A new block: faulted in by one call, not a fault per page.
+      stale.swap(spare_);
+    }
+    // Allocated and faulted in outside the lock, by one call, not a fault per page.
     auto bytes = std::make_unique_for_overwrite<char[]>(capacity);
     schedules::prefault(bytes.get(), capacity);
     return {std::move(bytes), 0, capacity};
