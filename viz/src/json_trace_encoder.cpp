@@ -120,13 +120,7 @@ class JsonEncoder : public TraceEncoder {
     char* p = begin(2 * name.size() + args_room(args));
     p = put(p, R"("ph":"X","name":")");
     p = put_escaped(p, name);
-    p = put(p, R"(","cat":")");
-    p = put(p, to_string(cat));
-    p = put(p, R"(","pid":)");
-    p = put_int(p, pid);
-    p = put(p, R"(,"tid":)");
-    p = put_int(p, tid);
-    p = put(p, R"(,"ts":)");
+    p = put_cat_pid_tid(p, cat, pid, tid);
     p = put_ts(p, ts);
     p = put(p, R"(,"dur":)");
     p = put_fixed6(p, dur);
@@ -141,13 +135,7 @@ class JsonEncoder : public TraceEncoder {
     p = put(p, global ? R"("ph":"i","s":"g","name":")" : R"("ph":"i","s":"t","name":")");
     p = put_escaped(p, head);
     p = put_escaped(p, name);
-    p = put(p, R"(","cat":")");
-    p = put(p, to_string(cat));
-    p = put(p, R"(","pid":)");
-    p = put_int(p, pid);
-    p = put(p, R"(,"tid":)");
-    p = put_int(p, tid);
-    p = put(p, R"(,"ts":)");
+    p = put_cat_pid_tid(p, cat, pid, tid);
     // The global instant is the run's, at 0: written "0" as it always was (fmt's shortest form).
     p = global ? fmt::format_to(p, FMT_COMPILE("{}"), ts) : put_ts(p, ts);
     *p++ = ',';
@@ -157,27 +145,8 @@ class JsonEncoder : public TraceEncoder {
 
   void flow(std::uint64_t id, int src_pid, int src_tid, int dst_pid, int dst_tid,
             double ts) override {
-    // Flow ids count from 0 in the JSON form.
-    char* p = begin(0);
-    p = put(p, R"("ph":"s","id":)");
-    p = put_uint(p, id - 1);
-    p = put(p, R"(,"name":"transfer","cat":"flow","pid":)");
-    p = put_int(p, src_pid);
-    p = put(p, R"(,"tid":)");
-    p = put_int(p, src_tid);
-    p = put(p, R"(,"ts":)");
-    p = put_flow_ts(p, ts);
-    end(p);
-    p = begin(0);
-    p = put(p, R"("ph":"f","bp":"e","id":)");
-    p = put_uint(p, id - 1);
-    p = put(p, R"(,"name":"transfer","cat":"flow","pid":)");
-    p = put_int(p, dst_pid);
-    p = put(p, R"(,"tid":)");
-    p = put_int(p, dst_tid);
-    p = put(p, R"(,"ts":)");
-    p = put_flow_ts(p, ts);
-    end(p);
+    flow_end(R"("ph":"s","id":)", id, src_pid, src_tid, ts);
+    flow_end(R"("ph":"f","bp":"e","id":)", id, dst_pid, dst_tid, ts);
   }
 
   void counter(int pid, CounterKind kind, double ts, std::int64_t value) override {
@@ -204,6 +173,29 @@ class JsonEncoder : public TraceEncoder {
   }
 
  private:
+  // One end of a flow arrow. Flow ids count from 0 in the JSON form.
+  void flow_end(std::string_view head, std::uint64_t id, int pid, int tid, double ts) {
+    char* p = begin(0);
+    p = put(p, head);
+    p = put_uint(p, id - 1);
+    p = put(p, R"(,"name":"transfer","cat":"flow","pid":)");
+    p = put_int(p, pid);
+    p = put(p, R"(,"tid":)");
+    p = put_int(p, tid);
+    p = put(p, R"(,"ts":)");
+    p = put_flow_ts(p, ts);
+    end(p);
+  }
+  // The end of an event's name, its category and place, up to its time.
+  static char* put_cat_pid_tid(char* p, TraceCategory cat, int pid, int tid) {
+    p = put(p, R"(","cat":")");
+    p = put(p, to_string(cat));
+    p = put(p, R"(","pid":)");
+    p = put_int(p, pid);
+    p = put(p, R"(,"tid":)");
+    p = put_int(p, tid);
+    return put(p, R"(,"ts":)");
+  }
   // Flows' times were always fmt's "{:.6f}", -0.0 included.
   char* put_flow_ts(char* p, double ts) {
     return std::signbit(ts) ? fmt::format_to(p, FMT_COMPILE("{:.6f}"), ts) : put_ts(p, ts);
