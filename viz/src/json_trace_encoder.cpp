@@ -51,12 +51,8 @@ char* put_fixed6(char* p, double v) {
     if (std::fabs(frac - 0.5) > 0.02) {
       const std::uint64_t n = whole + (frac > 0.5 ? 1 : 0);
       p = put_uint(p, n / 1000000);
-      const auto micro = static_cast<std::uint32_t>(n % 1000000);
-      const std::uint32_t low = micro % 10000;
-      p[0] = '.';
-      std::memcpy(p + 1, kDigitPairs + 2 * (micro / 10000), 2);
-      std::memcpy(p + 3, kDigitPairs + 2 * (low / 100), 2);
-      std::memcpy(p + 5, kDigitPairs + 2 * (low % 100), 2);
+      *p = '.';
+      digits_back(p + 7, n % 1000000, 6);
       return p + 7;
     }
   }
