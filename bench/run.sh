@@ -2,7 +2,7 @@
 # Runs the benchmarks and regenerates docs/BENCHMARKS.md from bench/BENCHMARKS.md.in: every
 # @@NAME@@ line of the template is replaced by the output of the command of that name below, so
 # the figures in the document are what the benchmarks printed, never typed by hand.
-# Usage: [BASE=OLD_BUILD_DIR [BASE_TRACE_FORMATS=json,pftrace]] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
+# Usage: [BASE=OLD_BUILD_DIR [BASE_TRACE_FORMATS=json.gz]] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
 #        ppsim and the ppsim_bench_* programs built). Prints the tables too.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,17 +30,14 @@ if [ "${RENDER_ONLY:-0}" != 1 ]; then
 run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
-  run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json,pftrace} ${E2E_ARGS:-}
-  # This round's before/after (round 13: JSON traces, large outputs past the page cache): single
-  # runs, alternating, and their percentiles; the P=64 JSON trace also with its file on tmpfs,
-  # which leaves the disk and the final fsync out. Earlier rounds' outputs are kept in the
-  # template.
-  run ROUND13P64J python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 30 --trace json $P64
-  run ROUND13P64JSHM python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 30 --trace json --dir /dev/shm $P64
-  run ROUND13P256J python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 3 --trace json $P256
-  run ROUND13P256P python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 3 --trace pftrace $P256
+  run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json.gz} ${E2E_ARGS:-}
+  # This round's before/after (round 14: gzip traces by ISA-L): single runs, alternating, and
+  # their percentiles. Earlier rounds' outputs are kept in the template.
+  run ROUND14P64GZ python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 20 --trace json.gz $P64
+  run ROUND14P256GZ python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 3 --trace json.gz $P256
+  run ROUND14TOOLS bench/gzip_speed.sh "$BUILD/cli/ppsim"
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND13P64J ROUND13P64JSHM ROUND13P256J ROUND13P256P; do
+  for name in E2EBASE ROUND14P64GZ ROUND14P256GZ ROUND14TOOLS; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi

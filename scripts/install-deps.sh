@@ -9,6 +9,7 @@ packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli
   python3                   # scripts/validate.sh writes docs/VALIDATION.md; tests/cli_real.sh
   libjs-chart.js            # Chart.js, embedded into `ppsim report` pages at build time
   zlib1g-dev                # gzip-compressed traces (.json.gz), and the tests that read them
+  libisal-dev               # ISA-L's igzip: .json.gz written several times faster than with zlib
   libxml2-dev               # tests read the SVG timelines back with libxml2
   libopenmpi-dev openmpi-bin)  # the mpi backend (several processes under mpirun) and its test
 [ "${1:-}" = "--browser" ] && packages+=(chromium)

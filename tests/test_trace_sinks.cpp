@@ -1,15 +1,20 @@
 // The byte sinks of streamed traces (viz/src/trace_encoder.hpp): the background sink hands the
 // same bytes, in the same order, to its inner sink on a thread of its own, passes on the inner
-// sink's failure, and can be dropped unfinished; gzip through it gives the same file.
+// sink's failure, and can be dropped unfinished; gzip through it gives the same file. Each gzip
+// encoder (zlib's, and ISA-L's where the build has it) writes one member that inflates to what it
+// was given, in equal bytes for equal pieces.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "gunzip.hpp"
 #include "trace_encoder.hpp"
@@ -18,6 +23,8 @@ using ppsim::test::gunzip;
 using ppsim::viz::detail::ByteSink;
 using ppsim::viz::detail::make_background_sink;
 using ppsim::viz::detail::make_gzip_sink;
+using ppsim::viz::detail::make_isal_gzip_sink;
+using ppsim::viz::detail::make_zlib_gzip_sink;
 
 namespace {
 
@@ -202,4 +209,93 @@ TEST_CASE("gzip through a background sink is the same file as gzip on the caller
   // Block boundaries differ (the background sink writes whole blocks), so compare what inflates.
   CHECK(gunzip(background.str()) == sent_a);
   CHECK(gunzip(direct.str()) == sent_a);
+}
+
+namespace {
+
+// JSON-like text that compresses as a trace does: repeated keys, changing numbers.
+std::string trace_like(std::size_t total, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::string s;
+  while (s.size() < total) {
+    s += "{\"name\":\"" + std::to_string(rng() % 64) + "F" + std::to_string(rng() % 4096) +
+         "\",\"ph\":\"X\",\"ts\":" + std::to_string(rng() % 100000000) +
+         ".000000,\"dur\":1000.000000,\"pid\":" + std::to_string(rng() % 64) + "},\n";
+  }
+  return s;
+}
+
+// `bytes` to `sink` in pieces: a byte at a time for the first 4 KiB, then random sizes.
+void write_in_pieces(ByteSink& sink, const std::string& bytes, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::size_t at = 0;
+  for (; at < std::min<std::size_t>(bytes.size(), 4096); ++at) sink.write(bytes.data() + at, 1);
+  while (at < bytes.size()) {
+    const std::size_t n = std::min<std::size_t>(
+        bytes.size() - at, std::uniform_int_distribution<std::size_t>(0, 2 << 20)(rng));
+    sink.write(bytes.data() + at, n);
+    at += n;
+  }
+  sink.finish();
+}
+
+}  // namespace
+
+TEST_CASE("Each gzip encoder writes one member that inflates to its input, in equal bytes again",
+          "[trace]") {
+  using Factory = std::unique_ptr<ByteSink> (*)(std::ostream&);
+  std::vector<std::pair<std::string, Factory>> encoders = {{"zlib", &make_zlib_gzip_sink}};
+  {
+    std::ostringstream probe;
+    if (make_isal_gzip_sink(probe))
+      encoders.emplace_back("isal", &make_isal_gzip_sink);
+    else
+      WARN("this build has no ISA-L: only zlib's gzip encoder is tested");
+  }
+  const std::string text = trace_like(std::size_t{3} << 20, 5);
+  for (const auto& [name, make] : encoders) {
+    INFO("encoder " << name);
+    {  // nothing written: an empty member
+      std::ostringstream out;
+      auto sink = make(out);
+      sink->finish();
+      CHECK(gunzip(out.str()).empty());
+    }
+    {  // text as a trace's, in pieces down to single bytes, twice
+      std::ostringstream a, b;
+      auto sa = make(a);
+      auto sb = make(b);
+      write_in_pieces(*sa, text, 9);
+      write_in_pieces(*sb, text, 9);
+      CHECK(gunzip(a.str()) == text);
+      CHECK(a.str().size() < text.size() / 4);
+      CHECK(a.str() == b.str());
+    }
+    {  // random bytes, which do not compress
+      std::ostringstream out;
+      auto sink = make(out);
+      const std::string sent = feed(*sink, std::size_t{5} << 20, 13);
+      sink->finish();
+      CHECK(gunzip(out.str()) == sent);
+    }
+  }
+}
+
+TEST_CASE("The gzip sink is ISA-L's where the build has it", "[trace]") {
+  const std::string text = trace_like(std::size_t{1} << 20, 6);
+  std::ostringstream chosen, isal;
+  auto sink = make_gzip_sink(chosen);
+  write_in_pieces(*sink, text, 3);
+  auto reference = make_isal_gzip_sink(isal);
+  if (!reference) {
+    WARN("this build has no ISA-L: the gzip sink is zlib's");
+    std::ostringstream zlib;
+    auto z = make_zlib_gzip_sink(zlib);
+    write_in_pieces(*z, text, 3);
+    CHECK(chosen.str() == zlib.str());
+    return;
+  }
+  write_in_pieces(*reference, text, 3);
+  CHECK(chosen.str() == isal.str());
+  CHECK(gunzip(chosen.str()) == text);
 }
