@@ -7,6 +7,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -239,21 +241,49 @@ void write_in_pieces(ByteSink& sink, const std::string& bytes, unsigned seed) {
   sink.finish();
 }
 
+// `bytes` as the JSON encoder hands them over: whole buffers of `capacity` (a spare coming back
+// each time), with plain writes between some of them.
+void hand_over_buffers(ByteSink& sink, const std::string& bytes, std::size_t capacity,
+                       unsigned seed) {
+  std::mt19937_64 rng(seed);
+  auto buffer = std::make_unique<char[]>(capacity);
+  std::size_t at = 0;
+  while (at < bytes.size()) {
+    std::size_t n = std::min<std::size_t>(
+        bytes.size() - at, std::uniform_int_distribution<std::size_t>(0, capacity)(rng));
+    if (rng() % 5 == 0) {
+      n = std::min<std::size_t>(n, 5000);
+      sink.write(bytes.data() + at, n);
+    } else {
+      std::memcpy(buffer.get(), bytes.data() + at, n);
+      sink.write_buffer(buffer, n, capacity);
+      REQUIRE(buffer != nullptr);
+    }
+    at += n;
+  }
+  sink.finish();
+}
+
+using Factory = std::function<std::unique_ptr<ByteSink>(std::ostream&)>;
+
+// zlib's encoder, and ISA-L's where the build has it.
+std::vector<std::pair<std::string, Factory>> gzip_encoders() {
+  std::vector<std::pair<std::string, Factory>> encoders = {
+      {"zlib", [](std::ostream& out) { return make_zlib_gzip_sink(out); }}};
+  std::ostringstream probe;
+  if (make_isal_gzip_sink(probe))
+    encoders.emplace_back("isal", [](std::ostream& out) { return make_isal_gzip_sink(out); });
+  else
+    WARN("this build has no ISA-L: only zlib's gzip encoder is tested");
+  return encoders;
+}
+
 }  // namespace
 
 TEST_CASE("Each gzip encoder writes one member that inflates to its input, in equal bytes again",
           "[trace]") {
-  using Factory = std::unique_ptr<ByteSink> (*)(std::ostream&);
-  std::vector<std::pair<std::string, Factory>> encoders = {{"zlib", &make_zlib_gzip_sink}};
-  {
-    std::ostringstream probe;
-    if (make_isal_gzip_sink(probe))
-      encoders.emplace_back("isal", &make_isal_gzip_sink);
-    else
-      WARN("this build has no ISA-L: only zlib's gzip encoder is tested");
-  }
   const std::string text = trace_like(std::size_t{3} << 20, 5);
-  for (const auto& [name, make] : encoders) {
+  for (const auto& [name, make] : gzip_encoders()) {
     INFO("encoder " << name);
     {  // nothing written: an empty member
       std::ostringstream out;
@@ -271,12 +301,20 @@ TEST_CASE("Each gzip encoder writes one member that inflates to its input, in eq
       CHECK(a.str().size() < text.size() / 4);
       CHECK(a.str() == b.str());
     }
-    {  // random bytes, which do not compress
+    {  // random bytes, which do not compress (stored blocks, output larger than input)
       std::ostringstream out;
       auto sink = make(out);
       const std::string sent = feed(*sink, std::size_t{5} << 20, 13);
       sink->finish();
       CHECK(gunzip(out.str()) == sent);
+    }
+    {  // whole buffers handed over, small and large, with writes between them
+      for (std::size_t capacity : {std::size_t{1000}, std::size_t{40000}, std::size_t{1} << 20}) {
+        std::ostringstream out;
+        auto sink = make(out);
+        hand_over_buffers(*sink, text, capacity, 17);
+        CHECK(gunzip(out.str()) == text);
+      }
     }
   }
 }
