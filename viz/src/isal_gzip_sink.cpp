@@ -2,6 +2,7 @@
 // of zlib's level 1, into a slightly smaller file (docs/BENCHMARKS.md, Round 14). Compiled
 // without it where the build found no ISA-L; make_gzip_sink then uses zlib.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -59,7 +60,8 @@ class IsalGzipSink : public ByteSink {
       z_.next_out = reinterpret_cast<std::uint8_t*>(chunk_.data());
       z_.avail_out = static_cast<std::uint32_t>(chunk_.size());
       const int rc = isal_deflate(&z_);
-      if (rc != COMP_OK) throw std::runtime_error("gzip: ISA-L failed (" + std::to_string(rc) + ")");
+      if (rc != COMP_OK)
+        throw std::runtime_error("gzip: ISA-L failed (" + std::to_string(rc) + ")");
       const std::size_t produced = chunk_.size() - z_.avail_out;
       out_.write(chunk_.data(), static_cast<std::streamsize>(produced));
       const bool done = z_.end_of_stream ? z_.internal_state.state == ZSTATE_END
@@ -80,7 +82,9 @@ std::unique_ptr<ByteSink> make_isal_gzip_sink(std::ostream& out) {
   return std::make_unique<IsalGzipSink>(out);
 }
 #else
-std::unique_ptr<ByteSink> make_isal_gzip_sink(std::ostream&) { return nullptr; }
+std::unique_ptr<ByteSink> make_isal_gzip_sink(std::ostream&) {
+  return nullptr;
+}
 #endif
 
 }  // namespace ppsim::viz::detail
