@@ -41,13 +41,13 @@ class StreamSink : public ByteSink {
 
 // Level 1: a trace compresses about 6x even so, and higher levels cost several times the
 // writing time. zlib's gzip header carries no time stamp, so equal input gives equal bytes.
-class GzipSink : public ByteSink {
+class ZlibGzipSink : public ByteSink {
  public:
-  explicit GzipSink(std::ostream& out) : out_(out), chunk_(1 << 18) {
+  explicit ZlibGzipSink(std::ostream& out) : out_(out), chunk_(1 << 18) {
     if (deflateInit2(&z_, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       throw std::runtime_error("gzip: zlib could not start");
   }
-  ~GzipSink() override { deflateEnd(&z_); }
+  ~ZlibGzipSink() override { deflateEnd(&z_); }
   void write(const char* data, std::size_t size) override {
     while (size > 0) {
       // avail_in is 32 bits wide: feed at most 1 GiB at a time.
@@ -253,7 +253,7 @@ std::unique_ptr<ByteSink> make_stream_sink(std::ostream& out) {
   return std::make_unique<StreamSink>(out);
 }
 std::unique_ptr<ByteSink> make_zlib_gzip_sink(std::ostream& out) {
-  return std::make_unique<GzipSink>(out);
+  return std::make_unique<ZlibGzipSink>(out);
 }
 std::unique_ptr<ByteSink> make_gzip_sink(std::ostream& out) {
   if (auto isal = make_isal_gzip_sink(out)) return isal;
