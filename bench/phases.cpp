@@ -12,6 +12,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,9 @@ constexpr std::array<std::string_view, 5> kPhases = {"config", "prepare", "valid
 struct Times {
   double wall[kPhases.size()] = {};
   double cpu[kPhases.size()] = {};
+  // The lowered program's ops and ranks (bench/floor.py sizes its event loop by them).
+  std::uint64_t ops = 0;
+  int ranks = 0;
 };
 
 double cpu_seconds() {
@@ -64,6 +68,8 @@ Times run_once(const std::string& path, const std::vector<std::string>& override
   lap();
   const config::Prepared prepared = config::prepare(cfg);
   lap();
+  t.ops = prepared.program->total_ops();
+  t.ranks = prepared.program->ranks();
   const auto diagnostics =
       schedules::validate(*prepared.program, config::validate_options(prepared.model.network));
   lap();
@@ -137,6 +143,8 @@ int main(int argc, char** argv) {
       best.wall[p] = std::min(best.wall[p], t.wall[p]);
       best.cpu[p] = std::min(best.cpu[p], t.cpu[p]);
     }
+    best.ops = t.ops;
+    best.ranks = t.ranks;
   }
   double total_wall = 0, total_cpu = 0;
   for (std::size_t p = 0; p < kPhases.size(); ++p) {
@@ -148,7 +156,7 @@ int main(int argc, char** argv) {
     for (std::size_t p = 0; p < kPhases.size(); ++p)
       out += fmt::format("{}\"{}\": {{\"wall_s\": {:.6f}, \"cpu_s\": {:.6f}}}", p ? ", " : "",
                          kPhases[p], best.wall[p], best.cpu[p]);
-    out += "}\n";
+    out += fmt::format(", \"ops\": {}, \"ranks\": {}}}\n", best.ops, best.ranks);
     std::cout << out;
     return 0;
   }

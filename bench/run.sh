@@ -49,6 +49,9 @@ run PHASESAB python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS"
 run PHASESAB64 python3 bench/ab_phases.py "$BUILD" $P64 --rounds 3 --reps $((REPS + 2))
 run LOOP256 "$BUILD/bench/ppsim_bench_event_loop" --ranks 256 --ops 65536 --reps "$REPS"
 run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$REPS"
+# The floor of a `--json` run: its parts before the engine, and a minimal loop for the engine.
+run FLOOR64 python3 bench/floor.py --build "$BUILD" --reps $((REPS + 2)) --target 0.025 $P64
+run FLOOR256 python3 bench/floor.py --build "$BUILD" --reps "$REPS" --target 1.5 $P256
 run COMPARE bench/compare_threads.sh "$BUILD/cli/ppsim"
 run FIRSTTOUCH "$BUILD/bench/ppsim_bench_first_touch"
 if [ -z "${ONLY:-}" ]; then
