@@ -31,17 +31,14 @@ run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
 # The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
 if [ -n "${BASE:-}" ]; then
   run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json.gz} ${E2E_ARGS:-}
-  # This round's before/after (round 14: gzip traces by ISA-L): single runs, alternating, and
-  # their percentiles. Earlier rounds' outputs are kept in the template.
-  run ROUND14P64GZ python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 20 --trace json.gz $P64
-  run ROUND14P256GZ python3 bench/ab_runs.py "$BASE" "$BUILD" --runs 3 --trace json.gz $P256
-  run ROUND14TOOLS bench/gzip_speed.sh "$BUILD/cli/ppsim"
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE ROUND14P64GZ ROUND14P256GZ ROUND14TOOLS; do
+  for name in E2EBASE; do
     echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
   done
 fi
 run SIM "$BUILD/bench/ppsim_bench_sim" --reps "$REPS"
+# Time per rank on wide pipelines (P = 50k..300k): flat when every pass is linear.
+run WIDE python3 bench/wide_pipelines.py --build "$BUILD" --reps "$REPS"
 # Phase by phase, on all cores and on one (lowering and validation use the cores).
 run PHASES64 "$BUILD/bench/ppsim_bench_phases" $P64 --reps $((REPS + 2))
 run PHASES256 "$BUILD/bench/ppsim_bench_phases" $P256 --reps "$REPS"

@@ -138,3 +138,24 @@ TEST_CASE(
       [&] { sim::simulate(p, test::uniform(p.stages(), 1, 2)); });
   CHECK(std::string(e.what()) == "rank 0 op 2: 0RECV_F0#0 has no peer on another rank");
 }
+
+TEST_CASE("Program::chunks_on counts each rank's stages, for every placement", "[ops]") {
+  // Counted once when the Program is made (a scan of the placement per rank made lowering
+  // quadratic in ranks, bench/wide_pipelines.py); checked here against a count of the placement.
+  using schedules::make_placement;
+  using schedules::PlacementKind;
+  for (const auto kind : {PlacementKind::loop, PlacementKind::v})
+    for (const int ranks : {1, 2, 5, 8})
+      for (const int chunks : {1, 2, 3}) {
+        const Program p(4, make_placement(kind, ranks, chunks));
+        for (int r = 0; r < ranks; ++r) CHECK(p.chunks_on(r) == chunks);
+        CHECK(p.chunks_on(ranks) == 0);  // past the last rank, and below the first
+        CHECK(p.chunks_on(-1) == 0);
+      }
+  // Uneven: rank 0 runs stages 0 and 2, rank 1 stage 1, rank 2 none (IDLE in the text form).
+  Program uneven(2, {{0, 0}, {1, 0}, {0, 1}});
+  uneven.ensure_ranks(3);
+  CHECK(uneven.chunks_on(0) == 2);
+  CHECK(uneven.chunks_on(1) == 1);
+  CHECK(uneven.chunks_on(2) == 0);
+}

@@ -28,12 +28,9 @@ Program::Program(int microbatches, std::vector<StagePlace> placement, Routes rou
   ops_.resize(static_cast<std::size_t>(ranks));
   wait_pool_.resize(static_cast<std::size_t>(ranks));
   part_pool_.resize(static_cast<std::size_t>(ranks));
-}
-
-int Program::chunks_on(int rank) const {
-  int n = 0;
-  for (const auto& p : placement_) n += p.rank == rank ? 1 : 0;
-  return n;
+  chunks_on_.assign(static_cast<std::size_t>(ranks), 0);
+  for (const auto& p : placement_)
+    if (p.rank >= 0) ++chunks_on_[static_cast<std::size_t>(p.rank)];
 }
 
 std::size_t Program::total_ops() const {

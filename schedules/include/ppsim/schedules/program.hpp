@@ -47,7 +47,12 @@ class Program {
   const std::vector<StagePlace>& placement() const { return placement_; }
   const StagePlace& place(int stage) const { return placement_[static_cast<std::size_t>(stage)]; }
   int rank_of(int stage) const { return place(stage).rank; }
-  int chunks_on(int rank) const;
+  // How many stages `rank` runs: counted once when the Program is made (a scan of the placement
+  // per call made the lowering quadratic in ranks).
+  int chunks_on(int rank) const {
+    const auto r = static_cast<std::size_t>(rank);
+    return r < chunks_on_.size() ? chunks_on_[r] : 0;
+  }
   const Routes& routes() const { return routes_; }
 
   const OpList& ops(int rank) const { return ops_[static_cast<std::size_t>(rank)]; }
@@ -100,6 +105,7 @@ class Program {
   int microbatches_ = 0;
   int chunks_ = 0;
   std::vector<StagePlace> placement_;
+  std::vector<int> chunks_on_;  // per rank: its stages in placement_
   Routes routes_;
   std::vector<OpList> ops_;
   std::vector<WaitIds> wait_pool_;          // per rank; WAIT ops index into it
