@@ -469,6 +469,9 @@ int cmd_list() {
     std::cout << fmt::format("  {:<18} {}\n", g.name, g.summary);
     if (!g.aliases.empty())
       std::cout << fmt::format("  {:<18} aliases: {}\n", "", fmt::join(g.aliases, ", "));
+    // The lowering a config without comm.style gets for it, and why when it is not plain async.
+    std::cout << fmt::format("  {:<18} default comm: {}{}\n", "", g.default_comm.text,
+                             g.default_comm.why.empty() ? "" : " (" + g.default_comm.why + ")");
     for (const auto& p : g.params)
       std::cout << fmt::format("  {:<18}   {:<22} {}\n", "", p.name, p.description);
   }

@@ -23,6 +23,9 @@ picture configs/gpipe.json --svg docs/img/gpipe.svg
 picture configs/1f1b.json --svg docs/img/1f1b.svg
 picture configs/interleaved-1f1b.json --svg docs/img/interleaved-1f1b.svg
 picture configs/1f1b-blocking-deadlock.json --svg docs/img/1f1b-blocking-deadlock.svg
+# docs/SCHEDULES.md's V-shaped schedules.
+picture configs/zbv.json --svg docs/img/zbv.svg
+picture configs/dualpipev.json --svg docs/img/dualpipev.svg
 # A hang only NCCL's stream order causes (docs/SEMANTICS.md).
 picture configs/hangs/pytorch-172668.json --svg docs/img/hang-nccl-pytorch-172668.svg
 # Large: 32 ranks x 256 microbatches, boxes merge and the shape stays.

@@ -568,7 +568,8 @@ void parse_into(Config& c, const json& j, const std::string& source) {
       r.fail("style", fmt::format("not used by schedule '{}': its op lists write the "
                                   "communication out",
                                   c.kind));
-    c.lowering.style = r.one_of("style", "async", styles.names());
+    c.default_comm = !r.has("style");
+    c.lowering.style = r.one_of("style", c.program->default_comm().style, styles.names());
     c.network.latency = r.number("latency", 0);
     c.network.bandwidth = r.number("bandwidth", 0);
     c.network.boundary_bytes = r.bytes("boundary_bytes", 0);
@@ -589,6 +590,11 @@ void parse_into(Config& c, const json& j, const std::string& source) {
       return not_a_parameter_of("comm style", c.lowering.style, users);
     });
   }
+  const schedules::LoweringOptions default_comm = c.program->default_comm();
+  if (!top.has("comm")) c.lowering.style = default_comm.style;
+  if (c.default_comm)  // the schedule's parameters for its style, where the config gives none
+    for (const auto& [key, value] : default_comm.params.values())
+      if (!c.lowering.params.has(key)) c.lowering.params.set(key, value);
   if (!top.has("comm") && c.program->nccl_by_default()) {  // PyTorch's runs are NCCL's
     c.network.semantics = P2pSemantics::nccl;
     c.network.matching = Matching::fifo;

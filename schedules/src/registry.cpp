@@ -2,6 +2,7 @@
 
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/lowering.hpp"
 
 namespace ppsim::schedules {
 
@@ -22,6 +23,26 @@ ParamSpec ranks_param(std::string description, std::int64_t min) {
 }
 ParamSpec microbatches_param(std::string description, std::int64_t min) {
   return ParamSpec("microbatches", std::move(description)).must().range(min);
+}
+
+std::string describe_lowering(const std::string& style, const Params& params) {
+  std::string out = style;
+  const LoweringStyle* lowering = LoweringRegistry::instance().find(style);
+  for (const auto& [name, value] : params.values()) {
+    const ParamSpec* spec = lowering ? find_param(lowering->params, name) : nullptr;
+    const bool word = spec && !spec->keyword.empty() && spec->keyword_value == value;
+    out += fmt::format(", {} {}", name, word ? spec->keyword : std::to_string(value));
+  }
+  return out;
+}
+
+DefaultComm prefetch_comm(std::function<std::int64_t(const ScheduleParams&)> ahead,
+                          const std::string& text, std::string why) {
+  return {"async",
+          [ahead = std::move(ahead)](const ScheduleParams& p) {
+            return Params{{"prefetch", ahead(p)}};
+          },
+          "async, prefetch " + text, std::move(why)};
 }
 
 std::vector<ParamSpec> one_chunk_params() {

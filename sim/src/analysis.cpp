@@ -1,5 +1,6 @@
 #include "ppsim/sim/analysis.hpp"
 
+#include "ppsim/schedules/lowering.hpp"
 #include "ppsim/schedules/validation.hpp"
 #include "ppsim/sim/simulator.hpp"
 
@@ -16,6 +17,13 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
               c.time_unit,
               "simulated"};
   rec.program = prepared.program;
+  if (c.comm_style() == c.lowering.style) {  // lowered by a style, not written out
+    rec.info.lowering = schedules::describe_lowering(c.lowering.style, c.lowering.params);
+    const schedules::LoweringOptions def = c.program->default_comm();
+    const auto* style = schedules::LoweringRegistry::instance().find(def.style);
+    rec.info.default_lowering = schedules::describe_lowering(
+        def.style, style ? schedules::resolve(style->params, def.params, def.style) : def.params);
+  }
   // The model is what runs (prepare() copies the config's network into it).
   const config::NetworkOptions& net = prepared.model.network;
   rec.info.semantics = config::to_string(net.semantics);
@@ -32,6 +40,8 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
   // only a run shows; the lists do not overlap.
   rec.diagnostics.insert(rec.diagnostics.end(), r.errors.begin(), r.errors.end());
   rec.deadlock = std::move(r.deadlock);
+  if (r.send_held_rank >= 0)
+    rec.send_hold = record::RunRecord::SendHold{r.send_held_rank, r.send_held};
   rec.metrics = static_cast<record::RunMetrics&&>(std::move(r));
   if (options.trace) rec.trace = std::move(trace);
   return rec;

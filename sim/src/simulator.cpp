@@ -261,6 +261,46 @@ class Engine {
     return k.remaining == 0 ? k.done : kNever;
   }
 
+  // The part of a block on [from, to) in which the rank was held by its own sends, waiting for
+  // their receivers to post, while the compute op behind the blocking op had its data: every
+  // receive the block and the WAITs up to that op wait for had arrived (one not yet posted: not
+  // ready). Time a ready transfer waits for its link is not counted: no lowering avoids it. Looks
+  // at most kStallScan ops ahead, so a run stays linear.
+  double held_by_sends(int r, const RankState& rs, std::size_t pos, double from, double to) const {
+    constexpr std::size_t kStallScan = 64;
+    const double until = std::min(to, rs.sends_ready_at);  // its last send's receiver posted
+    if (until <= from) return 0;
+    double ready = from;
+    auto waits_for = [&](const Op& wait) {  // false: a request not yet posted
+      for (const std::int32_t request : p_.wait_ids(r, wait)) {
+        std::int32_t id = kNoEndpoint;
+        if (request >= 0 && request < rs.dense_limit)
+          id = rs.request_ep[static_cast<std::size_t>(request)];
+        else if (auto it = rs.sparse_request_ep.find(request); it != rs.sparse_request_ep.end())
+          id = it->second;
+        if (id == kNoEndpoint) return false;
+        if (id >= 0 && !eps_[static_cast<std::size_t>(id)].send)
+          ready = std::max(ready, waited_time(id));
+      }
+      return true;
+    };
+    const Op& op = rs.ops[pos];
+    if (op.kind == OpKind::WAIT)
+      waits_for(op);
+    else if (!schedules::is_send(op.kind))
+      return 0;
+    const std::size_t end = std::min(rs.n_ops, pos + 1 + kStallScan);
+    for (std::size_t k = pos + 1; ready < until; ++k) {
+      if (k == end) return 0;
+      const Op& next = rs.ops[k];
+      if (schedules::is_compute(next.kind)) break;
+      if (next.kind == OpKind::WAIT ? !waits_for(next)
+                                    : schedules::is_recv(next.kind) && !next.async)
+        return 0;
+    }
+    return std::max(0.0, until - ready);
+  }
+
   double duration(int r, const Op& op) const {
     if (const auto d = config::op_duration(o_.costs, p_, r, op)) return *d;
     throw SimulationError(
@@ -361,6 +401,8 @@ class Engine {
       const std::size_t pos = rs.pc;
       if (obs_) obs_->on_blocked(r, static_cast<int>(pos), rs.blocked_since, t);
       rs.exposed += t - rs.blocked_since;
+      rs.send_held += held_by_sends(r, rs, pos, rs.blocked_since, t);
+      rs.sends_ready_at = 0;
       rs.block = Block::none;
       if (ops[pos].kind == OpKind::WAIT)
         release_wait(r, ops[pos]);
@@ -569,6 +611,9 @@ class Engine {
     net_.start_ready(
         eps_,
         [&](std::int32_t id, Endpoint& s) {
+          // A blocked sender waited for this receiver until now (Engine::held_by_sends).
+          RankState& sender = ranks_[static_cast<std::size_t>(s.rank)];
+          if (sender.block != Block::none) sender.sends_ready_at = t;
           if (!s.eager && s.frees_when_sent && s.buffer_live)
             mem_.release_when_sent(ranks_[static_cast<std::size_t>(s.rank)], s, id);
           if (nccl_) member_done(id);
@@ -719,6 +764,10 @@ class Engine {
       m.end = rs.end;
       m.busy = rs.busy;
       m.comm_exposed = rs.exposed;
+      if (rs.send_held > res.send_held) {
+        res.send_held = rs.send_held;
+        res.send_held_rank = r;
+      }
       m.peak_inflight = rs.peak_inflight;
       m.peak_memory_bytes = rs.peak_memory + fixed;
       m.sent_bytes = rs.sent;

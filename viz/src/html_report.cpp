@@ -1,4 +1,5 @@
 #include "ppsim/viz/html_report.hpp"
+#include "ppsim/viz/summary_table.hpp"
 
 #include <fmt/format.h>
 
@@ -117,7 +118,12 @@ std::string table_row(const record::RunRecord& run, std::size_t index) {
     for (int i = 0; i < 6; ++i) row += cell("-", "", "num");
   }
   const std::string verdict = run.verdict().text();
-  row += cell(xml_escape(verdict), verdict, run.ok() ? "verdict ok" : "verdict bad");
+  // A run the lowering stalled links to its footnote below the table (lowering_stall).
+  const std::string stalled =
+      lowering_stall(run).empty()
+          ? ""
+          : fmt::format(" <a class=\"stall\" href=\"#stall-{}\">[stalled]</a>", index);
+  row += cell(xml_escape(verdict) + stalled, verdict, run.ok() ? "verdict ok" : "verdict bad");
   return row + "</tr>\n";
 }
 
@@ -296,6 +302,8 @@ span.origin { display: inline-block; font-size: 12px; padding: 0 6px; border-rad
 span.origin.measured { background: #fbeee0; color: #8a4b08; }
 .verdict-tag { font-size: 12px; margin-left: .4em; color: #2a7a2a; }
 .verdict-tag.bad { color: #c62828; font-weight: 600; }
+p.note { font-size: 13px; color: #8a5a00; margin: .3em 0; }
+a.stall { color: #8a5a00; font-size: 12px; }
 .timeline { overflow-x: auto; }
 .chart { position: relative; width: 100%; max-width: 1200px; height: 260px; }
 .chart.memory { max-width: none; }
@@ -550,6 +558,10 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
   out << "</tr></thead>\n<tbody>\n";
   for (std::size_t i = 0; i < runs.size(); ++i) out << table_row(runs[i], i);
   out << "</tbody>\n</table>\n";
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (const std::string stall = lowering_stall(runs[i]); !stall.empty())
+      out << fmt::format("<p class=\"note\" id=\"stall-{}\">#{} {}: {}</p>\n", i, i + 1,
+                         xml_escape(runs[i].info.name), xml_escape(stall));
 
   if (!data["sweep"].is_null())
     out << "<h2 id=\"sweep\">Bubble fraction against microbatches</h2>\n<p class=\"meta\">The "

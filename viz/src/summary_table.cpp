@@ -80,6 +80,24 @@ std::string check_text(const record::RunRecord& a, const std::string& path,
   return out;
 }
 
+std::string lowering_stall(const record::RunRecord& a) {
+  if (!a.metrics || !a.send_hold || !a.ok() ||
+      a.send_hold->time <= kStallShare * a.metrics->makespan)
+    return "";
+  const auto& info = a.info;
+  std::string hint;
+  if (!info.default_lowering.empty() && info.lowering != info.default_lowering)
+    hint =
+        fmt::format("; try comm.style unset, the schedule's default ({})", info.default_lowering);
+  else if (info.comm_style == "async" && info.lowering.find("prefetch all") == std::string::npos)
+    hint = "; try comm.prefetch=all";
+  return fmt::format(
+      "stalled by the lowering: {:.3g} {} blocked (rank {} waited for its sends' receivers with "
+      "its next op ready: {:.0f}% of the makespan){}",
+      a.send_hold->time, info.time_unit, a.send_hold->rank,
+      100 * a.send_hold->time / a.metrics->makespan, hint);
+}
+
 std::string compare_table(const std::vector<record::RunRecord>& runs) {
   std::size_t w = 4;
   for (const auto& a : runs) w = std::max(w, a.info.name.size());
@@ -87,6 +105,7 @@ std::string compare_table(const std::vector<record::RunRecord>& runs) {
       "{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {:>12} {:>8} {:>8} {:>8} {:>12} {:>12}  {}\n", "name",
       w, "schedule", "P", "V", "M", "comm", "makespan", "bubble", "vs_ideal", "inflight",
       "peak_mem", "comm_bytes", "verdict");
+  std::vector<std::string> notes;
   for (const auto& a : runs) {
     const auto& p = *a.program;
     std::string metrics =
@@ -97,10 +116,16 @@ std::string compare_table(const std::vector<record::RunRecord>& runs) {
                             r.bubble_fraction, r.bubble_vs_ideal, r.peak_inflight,
                             r.peak_memory_bytes, r.comm_bytes);
     }
+    std::string verdict = a.verdict().text();
+    if (std::string stall = lowering_stall(a); !stall.empty()) {
+      notes.push_back(fmt::format("[{}] {}: {}", notes.size() + 1, a.info.name, stall));
+      verdict += fmt::format(" [{}]", notes.size());
+    }
     out += fmt::format("{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {}  {}\n", a.info.name, w,
                        a.info.schedule, p.ranks(), p.chunks(), p.microbatches(),
-                       a.info.comm_label(), metrics, a.verdict().text());
+                       a.info.comm_label(), metrics, verdict);
   }
+  for (const auto& note : notes) out += note + "\n";
   return out;
 }
 

@@ -33,6 +33,20 @@ class GeneratedSpec : public ProgramSpec {
     return lowering.style;
   }
   bool sweepable() const override { return true; }
+  schedules::LoweringOptions default_comm() const override {
+    const schedules::DefaultComm& d = schedules::Registry::instance().find(kind_)->default_comm;
+    schedules::LoweringOptions out;
+    out.style = d.style;
+    if (d.params) {
+      try {  // the generator's own defaults filled in (chunks, ...)
+        out.params = d.params(schedules::resolve(
+            schedules::Registry::instance().find(kind_)->params, params_, kind_));
+      } catch (const schedules::ParameterError&) {
+        // Bad schedule parameters are reported by build(), naming the key.
+      }
+    }
+    return out;
+  }
 
  private:
   std::string kind_;

@@ -136,7 +136,10 @@ void register_dualpipev(Registry& registry) {
        {{{"ranks", 1}, {"microbatches", 2}},
         {{"ranks", 2}, {"microbatches", 4}},
         {{"ranks", 3}, {"microbatches", 7}},
-        {{"ranks", 4}, {"microbatches", 10}}}});
+        {{"ranks", 4}, {"microbatches", 10}}},
+       {"async", nullptr, "async",
+        "PyTorch's schedule; receives posted further ahead gain nothing, and PyTorch's own "
+        "lowering under NCCL's rules, comm.style torch, measures 10-40% slower"}});
 }
 
 }  // namespace ppsim::schedules::generators

@@ -2,6 +2,7 @@
 // stage s on rank s mod P. A rank runs every microbatch through its first chunk, then its second,
 // and so on; then the backwards chunk by chunk in reverse, each chunk's microbatches last first.
 #include "ppsim/schedules/generator.hpp"
+#include "ppsim/schedules/lowering.hpp"
 
 namespace ppsim::schedules::generators {
 
@@ -34,7 +35,10 @@ void register_looped_bfs(Registry& registry) {
                 {{{"ranks", 1}, {"microbatches", 2}, {"chunks", 2}},
                  {{"ranks", 2}, {"microbatches", 3}, {"chunks", 2}},
                  {{"ranks", 4}, {"microbatches", 8}, {"chunks", 2}},
-                 {{"ranks", 3}, {"microbatches", 4}, {"chunks", 3}}}});
+                 {{"ranks", 3}, {"microbatches", 4}, {"chunks", 3}}},
+                prefetch_comm([](const ScheduleParams&) { return kPrefetchAll; }, "all",
+                              "all forwards of a chunk come before their consumers; with receives "
+                              "posted k ops ahead it deadlocks once M >= (k+2)P")});
 }
 
 }  // namespace ppsim::schedules::generators

@@ -10,7 +10,6 @@
 namespace ppsim::schedules::lowerings {
 
 namespace {
-constexpr std::int64_t kPrefetchAll = -1;
 
 // Request of the unwaited SEND_F of each (stage, microbatch) of one rank: a table indexed by
 // (chunk, microbatch) when that grid is within a small multiple of the rank's ops (every generated

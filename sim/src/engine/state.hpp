@@ -89,6 +89,8 @@ struct alignas(64) RankState {
   std::size_t markers = 0;  // group markers passed (they take no time and leave no span)
   // ---- colder
   double end = 0;
+  double send_held = 0;       // blocked on its own sends alone (Engine::held_by_sends)
+  double sends_ready_at = 0;  // during a block: when the last of its sends became ready
   std::int64_t sent = 0, recv = 0;
   std::int32_t next_ep = 0;
   std::int32_t ep_base = 0;

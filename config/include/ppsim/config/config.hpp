@@ -29,6 +29,9 @@ struct Config {
   std::string kind;                            // schedule.kind as written
   std::shared_ptr<const ProgramSpec> program;  // what the source of that kind read
   schedules::LoweringOptions lowering;
+  // The config sets no comm.style: the schedule's own default lowering is in force
+  // (ProgramSpec::default_comm), with its parameters unless the config gives them.
+  bool default_comm = true;
   CostSpec costs;
   std::map<int, CostSpec> stage_costs;
   NetworkOptions network;

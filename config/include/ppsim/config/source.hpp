@@ -30,6 +30,10 @@ class ProgramSpec {
   // Programs that come from a system that runs on NCCL (PyTorch's CSV) default to
   // comm.semantics "nccl"; all others to "mpi".
   virtual bool nccl_by_default() const { return false; }
+  // The lowering a config that sets no comm.style gets, its style and the parameters that differ
+  // from the style's defaults: the generator's (schedules::Generator::default_comm) for these
+  // schedule parameters; plain async for the others.
+  virtual schedules::LoweringOptions default_comm() const { return {}; }
   // Where op `position` of `rank` in `built` (what build() returned) was written, for sources
   // read from text; nothing for generated programs and ops the lowering added.
   virtual std::optional<schedules::OpLocation> locate(const schedules::Program& /*built*/,

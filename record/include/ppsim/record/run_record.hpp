@@ -24,6 +24,9 @@ struct RunInfo {
   std::string time_unit = "ms";
   std::string origin = "simulated";  // or "measured"
   std::string semantics = "mpi";     // comm.semantics: "mpi" or "nccl"
+  // Generated schedules: the lowering in force with its parameters ("async, prefetch 1"), and
+  // the one the schedule gets when the config sets no comm.style; empty for the others.
+  std::string lowering = {}, default_lowering = {};
 
   // "async/tag", "batched/fifo"; under NCCL's model (always fifo) "batched/nccl".
   std::string comm_label() const;
@@ -46,6 +49,13 @@ struct RunRecord {
   std::optional<RunMetrics> metrics;  // absent when fatal diagnostics kept it from running
   std::optional<Deadlock> deadlock;
   std::optional<Trace> trace;  // when the run was recorded
+  // Simulated runs: the rank held longest by its own sends (blocked after every receive it waited
+  // for had arrived), and for how long in all; the lowering stalled that rank for that time.
+  struct SendHold {
+    int rank = -1;
+    double time = 0;
+  };
+  std::optional<SendHold> send_hold;
 
   Verdict verdict() const;
   bool ok() const { return verdict().kind == VerdictKind::ok; }

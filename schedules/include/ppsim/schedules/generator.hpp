@@ -14,6 +14,18 @@ namespace ppsim::schedules {
 
 using ScheduleParams = Params;
 
+// The point-to-point lowering a config that sets no comm.style gets for a schedule: the one that
+// runs it without stalling on its own sends, measured within 2% of the best style ppsim offers
+// for it at the smallest receive-buffer memory (docs/SCHEDULES.md, "Default comm style").
+struct DefaultComm {
+  std::string style = "async";
+  // The style's parameters that differ from its own defaults, for the schedule's parameters
+  // (resolved: ranks, chunks, microbatches); none when empty.
+  std::function<Params(const ScheduleParams&)> params = nullptr;
+  std::string text = "async";  // as `ppsim list` shows it: "async, prefetch 2P"
+  std::string why = {};        // for `ppsim list`; empty for the plain default
+};
+
 struct Generator {
   std::string name;                  // canonical, e.g. "1f1b"
   std::vector<std::string> aliases;  // e.g. PyTorch class names; matched case-insensitively
@@ -24,7 +36,13 @@ struct Generator {
   std::function<Program(const ScheduleParams&)> build;
   // Small valid parameter sets that tests run through every comm style and the simulator.
   std::vector<ScheduleParams> test_params;
+  DefaultComm default_comm = {};
 };
+
+// async with receives posted `ahead(schedule)` compute ops ahead of their consumers (kPrefetchAll:
+// at the start), described as `text` ("2P").
+DefaultComm prefetch_comm(std::function<std::int64_t(const ScheduleParams&)> ahead,
+                          const std::string& text, std::string why);
 
 class Registry : public NamedRegistry<Generator> {
  public:

@@ -15,6 +15,9 @@
 
 namespace ppsim::schedules {
 
+// The async style's `prefetch: "all"`: every receive posted at the start of its rank's list.
+inline constexpr std::int64_t kPrefetchAll = -1;
+
 struct LoweringOptions {
   std::string style = "async";
   Params params;  // the style's own parameters (async: prefetch)
@@ -119,6 +122,10 @@ class LoweringRegistry : public NamedRegistry<LoweringStyle> {
  public:
   static LoweringRegistry& instance();
 };
+
+// A lowering in words, its parameters as the style declares them: "async, prefetch all",
+// "torch, merge_bw 0, runtime 0". An unknown style is named as it is.
+std::string describe_lowering(const std::string& style, const Params& params);
 
 // `compute` holds compute ops only; the result has the same compute order plus comm ops. Throws
 // ParameterError (key "style" or the parameter's name).

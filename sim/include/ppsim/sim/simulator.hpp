@@ -33,6 +33,10 @@ struct SimResult : record::RunMetrics {
   // The most communication-op records the engine held at once (32 bytes each): under mpi
   // semantics the comm ops in flight, not the program's length; under nccl every comm op.
   std::size_t endpoint_records = 0;
+  // The rank blocked longest on its own sends after every receive it waited for had arrived,
+  // and for how long in all (-1 and 0: none): the lowering holding back ops that could run.
+  int send_held_rank = -1;
+  double send_held = 0;
 };
 
 // The results mean something only for a program without fatal diagnostics from

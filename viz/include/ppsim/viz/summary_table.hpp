@@ -15,6 +15,12 @@ std::string summary_text(const record::RunRecord& run);
 // written (programs read from text).
 std::string check_text(const record::RunRecord& run, const std::string& config_path,
                        const schedules::OpLocator& locate = {});
+// Rows whose lowering held a rank on its own sends for more than this share of the makespan
+// (RunRecord::send_hold) are footnoted: the schedule ran slower than its program allows.
+inline constexpr double kStallShare = 0.05;
+// "stalled by the lowering: 11.3 ms blocked (rank 3, ...); try comm.prefetch=all", or empty.
+std::string lowering_stall(const record::RunRecord& run);
+// One row per run; rows the lowering stalled are marked [n] and footnoted below the table.
 std::string compare_table(const std::vector<record::RunRecord>& runs);
 std::string compare_csv(const std::vector<record::RunRecord>& runs);
 
