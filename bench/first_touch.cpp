@@ -8,8 +8,8 @@
 // reporting (a virtio balloon) return memory freed before to the host, so the first touch is as for
 // a new process. Then a memset of the touched memory, for the speed of writing memory that is
 // already there. Then, with 4 KiB pages: the same memory faulted in by one MADV_POPULATE_WRITE call
-// (as schedules::prefault does) instead of a fault per page. Last, with 2 MiB pages after a pause:
-// the same memory faulted in by schedules::populate (MADV_POPULATE_WRITE on ppsim's threads, as its
+// (as base::prefault does) instead of a fault per page. Last, with 2 MiB pages after a pause:
+// the same memory faulted in by base::populate (MADV_POPULATE_WRITE on ppsim's threads, as its
 // large tables are) against one thread doing the same, for what the second core buys.
 //
 //   ppsim_bench_first_touch [--mib MIB] [--pause SECONDS]
@@ -25,12 +25,12 @@
 #include <thread>
 #include <utility>
 
-#include "ppsim/schedules/huge_pages.hpp"
-#include "ppsim/schedules/jobs.hpp"
+#include "ppsim/base/huge_pages.hpp"
+#include "ppsim/base/jobs.hpp"
 
 namespace {
 
-constexpr std::size_t kHuge = ppsim::schedules::kHugePageBytes;
+constexpr std::size_t kHuge = ppsim::base::kHugePageBytes;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -39,7 +39,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 enum class Fault { write, populate_one, populate_all };
 
 // Seconds to touch `bytes` of fresh memory (a write per page, or MADV_POPULATE_WRITE on one
-// thread or through schedules::populate); with `then_memset`, also the seconds of a memset of it
+// thread or through base::populate); with `then_memset`, also the seconds of a memset of it
 // once touched.
 std::pair<double, double> touch(std::size_t bytes, bool huge, bool then_memset,
                                 Fault how = Fault::write) {
@@ -54,7 +54,7 @@ std::pair<double, double> touch(std::size_t bytes, bool huge, bool then_memset,
   madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   const auto t0 = std::chrono::steady_clock::now();
   if (how == Fault::populate_all) {
-    ppsim::schedules::populate(p, bytes);
+    ppsim::base::populate(p, bytes);
   } else if (how == Fault::populate_one) {
 #ifdef MADV_POPULATE_WRITE
     madvise(p, bytes, MADV_POPULATE_WRITE);
@@ -117,8 +117,8 @@ int main(int argc, char** argv) {
   print_row("4 KiB", "populate, 1 thread, again at once",
             touch(bytes, false, false, Fault::populate_one).first);
   // populate() leaves small ranges, and everything on one thread, to the first write.
-  const unsigned jobs = ppsim::schedules::jobs_here();
-  if (bytes < ppsim::schedules::kPopulateMinBytes || jobs < 2) return 0;
+  const unsigned jobs = ppsim::base::jobs_here();
+  if (bytes < ppsim::base::kPopulateMinBytes || jobs < 2) return 0;
   auto row = [&](const std::string& when, double s) { print_row("2 MiB", when, s); };
   std::this_thread::sleep_for(std::chrono::duration<double>(pause));
   row("populate, 1 thread, after a pause", touch(bytes, true, false, Fault::populate_one).first);

@@ -14,8 +14,8 @@
 #include "check_inputs.hpp"
 #include "junit.hpp"
 #include "messages.hpp"
-#include "output_file.hpp"
-#include "ppsim/config/parallel_for.hpp"
+#include "ppsim/base/output_file.hpp"
+#include "ppsim/base/parallel_for.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/resources.hpp"
 #include "ppsim/config/sweep.hpp"
@@ -34,7 +34,7 @@
 
 namespace ppsim::cli {
 
-using schedules::excerpt;
+using base::excerpt;
 
 namespace {
 
@@ -48,7 +48,8 @@ std::string config_message(const config::ConfigError& e, const std::string& file
   // Values echoed by the reader may be huge or binary: cut them (the file name is left whole).
   const std::string body = shorten_long_words(rest);
   if (e.source().starts_with("--set "))
-    return fmt::format("--set {}: {} (config {})", excerpt(e.source().substr(6), 80), body, file);
+    return fmt::format("--set {}: {} (config {})", base::excerpt(e.source().substr(6), 80), body,
+                       file);
   return what.starts_with(e.source() + ": ") ? e.source() + ": " + body : what;
 }
 
@@ -66,7 +67,7 @@ int guarded(const std::string& source, F&& body, R&& report) {
     report(config_message(e, source));
   } catch (const UsageError& e) {
     report(e.what());
-  } catch (const OutputError& e) {
+  } catch (const base::OutputError& e) {
     report(e.what());
   } catch (const sim::SimulationError& e) {
     report(e.what());
@@ -116,7 +117,7 @@ std::vector<std::string> split_list(const std::string& option,
       std::string item = arg.substr(start, comma == std::string::npos ? comma : comma - start);
       if (item.empty())
         throw UsageError(fmt::format("{} '{}': element {} is empty (write a list as 8,16,32)",
-                                     option, excerpt(arg, 80), index));
+                                     option, base::excerpt(arg, 80), index));
       out.push_back(std::move(item));
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -133,12 +134,12 @@ std::vector<int> parse_positive_list(const std::string& option,
     long long v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (ec == std::errc::result_out_of_range || (ec == std::errc() && v > INT_MAX))
-      throw UsageError(
-          fmt::format("{}: '{}' is too large (at most {})", option, excerpt(item, 80), INT_MAX));
+      throw UsageError(fmt::format("{}: '{}' is too large (at most {})", option,
+                                   base::excerpt(item, 80), INT_MAX));
     if (ec != std::errc() || end != item.data() + item.size())
-      throw UsageError(fmt::format("{}: '{}' is not an integer", option, excerpt(item, 80)));
+      throw UsageError(fmt::format("{}: '{}' is not an integer", option, base::excerpt(item, 80)));
     if (v < 1)
-      throw UsageError(fmt::format("{}: '{}' must be at least 1", option, excerpt(item, 80)));
+      throw UsageError(fmt::format("{}: '{}' must be at least 1", option, base::excerpt(item, 80)));
     out.push_back(static_cast<int>(v));
   }
   return out;
@@ -169,7 +170,7 @@ void refuse_input_as_output(const std::string& option, const std::string& output
                             const std::string& input) {
   if (output.empty()) return;
   std::error_code out_ec, in_ec;
-  const auto out = std::filesystem::weakly_canonical(resolve_output_path(output), out_ec);
+  const auto out = std::filesystem::weakly_canonical(base::resolve_output_path(output), out_ec);
   const auto in = std::filesystem::weakly_canonical(input, in_ec);
   if (!out_ec && !in_ec && out == in)
     throw UsageError(fmt::format("{} {}: is the input file {}: writing it would replace the input",
@@ -183,7 +184,7 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     const config::Config cfg = config::load_config(path, common.overrides);
     // Opened before the simulation: a bad path fails at once, and the temporaries are cleaned up
     // whatever happens next.
-    std::optional<OutputFile> trace, svg;
+    std::optional<base::OutputFile> trace, svg;
     if (!outputs.trace_file.empty()) trace.emplace(outputs.trace_file);
     if (!outputs.svg_file.empty()) svg.emplace(outputs.svg_file);
     const bool want_trace = trace || svg || outputs.timeline;
@@ -265,8 +266,8 @@ std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
                                parse_positive_list("--chunks", sweep.chunks)};
   for (const auto& kind : axes.kinds)
     if (!known_schedule(kind))
-      throw UsageError(
-          fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)", excerpt(kind, 80)));
+      throw UsageError(fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)",
+                                   base::excerpt(kind, 80)));
   std::vector<config::Config> points;
   for (const auto& path : paths) {
     config::Config base = config::load_config(path, common.overrides);
@@ -293,8 +294,8 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
     Progress progress("simulating", points.size());
     // Each point is checked against the whole --max-memory: no more run at once than fit in it.
     const unsigned jobs = config::jobs_within_memory(
-        points, {common.max_memory, config::Workload::run}, config::default_jobs());
-    config::parallel_for(
+        points, {common.max_memory, config::Workload::run}, base::default_jobs());
+    base::parallel_for(
         points.size(), jobs,
         [&](std::size_t i) {
           runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
@@ -344,7 +345,7 @@ std::string failure_message(const record::RunRecord& a) {
     first = a.diagnostics.front().kind + ": " + a.diagnostics.front().message;
   }
   // A cycle over thousands of ranks is one long line: the message stays short, the text has it.
-  return first.empty() ? a.verdict().text() : a.verdict().text() + ": " + excerpt(first, 400);
+  return first.empty() ? a.verdict().text() : a.verdict().text() + ": " + base::excerpt(first, 400);
 }
 
 }  // namespace
@@ -353,14 +354,15 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
               const CommonOptions& common) {
   // Opened first: a bad --junit path fails before anything is checked, and no partial report is
   // ever left (the file appears whole at the end, or not at all).
-  std::optional<OutputFile> junit;
+  std::optional<base::OutputFile> junit;
   std::vector<JunitCase> cases;
   const std::vector<CheckInput> inputs = expand_check_paths(paths);
   if (!junit_file.empty()) {
     const int opened = guarded(junit_file, [&] {
       // Reading a file and then replacing it with the report would lose it.
       std::error_code ec;
-      const auto report = std::filesystem::weakly_canonical(resolve_output_path(junit_file), ec);
+      const auto report =
+          std::filesystem::weakly_canonical(base::resolve_output_path(junit_file), ec);
       for (const auto& in : inputs) {
         std::error_code in_ec;
         if (!ec && in.error.empty() &&

@@ -1,7 +1,7 @@
 #pragma once
 // The subcommands of `ppsim`. Each returns the process exit code (docs/CLI.md, "Exit codes"):
 // 0 ok, 1 a schedule is wrong, 2 bad input, usage or an output that could not be written. Failures
-// of stdout itself are found by main (StandardOutput), which then exits 2.
+// of stdout itself are found by main (base::StandardOutput), which then exits 2.
 #include <cstdint>
 #include <functional>
 #include <optional>

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "output_file.hpp"
+#include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/torch_csv_source.hpp"
 #include "ppsim/schedules/error.hpp"
@@ -18,13 +18,13 @@ namespace ppsim::cli {
 
 namespace {
 
-// Writes `text` to `output` (through OutputFile: whole or not at all) or to stdout.
+// Writes `text` to `output` (through base::OutputFile: whole or not at all) or to stdout.
 void write_out(const std::string& text, const std::string& output) {
   if (output.empty()) {
     std::cout << text;
     return;
   }
-  OutputFile out(output);
+  base::OutputFile out(output);
   out.stream() << text;
   out.commit();
 }

@@ -1,99 +1,18 @@
 #include "junit.hpp"
 
-#include <fmt/format.h>
+#include "ppsim/base/escape.hpp"
 
-#include <cstdint>
+#include <fmt/format.h>
 
 namespace ppsim::cli {
 
 namespace {
-
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// Length of the valid UTF-8 sequence at s[i] that XML 1.0 allows, or 0.
-std::size_t xml_char_length(std::string_view s, std::size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return (c >= 0x20 || c == '\t' || c == '\n' || c == '\r') && c != 0x7F ? 1 : 0;
-  std::size_t n = 0;
-  std::uint32_t cp = 0;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  const std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < least[n] || cp > 0x10FFFF) return 0;  // overlong or beyond Unicode
-  if (cp >= 0xD800 && cp <= 0xDFFF) return 0;    // surrogates
-  if (cp == 0xFFFE || cp == 0xFFFF) return 0;    // not XML characters
-  if (cp >= 0x80 && cp <= 0x9F) return 0;        // C1 controls: discouraged, unreadable
-  return n;
-}
 
 const char* result_element(JunitCase::Result r) {
   return r == JunitCase::Result::failure ? "failure" : "error";
 }
 
 }  // namespace
-
-std::string xml_escape(std::string_view text, bool attribute) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = xml_char_length(text, i);
-    if (n == 0) {
-      out += kReplacement;
-      ++i;
-      continue;
-    }
-    if (n == 1) {
-      switch (text[i]) {
-        case '&':
-          out += "&amp;";
-          break;
-        case '<':
-          out += "&lt;";
-          break;
-        case '>':
-          out += "&gt;";
-          break;
-        case '"':
-          out += "&quot;";
-          break;
-        case '\'':
-          out += "&apos;";
-          break;
-        case '\t':
-          out += attribute ? "&#9;" : "\t";
-          break;
-        case '\n':
-          out += attribute ? "&#10;" : "\n";
-          break;
-        case '\r':
-          out += "&#13;";
-          break;
-        default:
-          out += text[i];
-      }
-    } else {
-      out.append(text.substr(i, n));
-    }
-    i += n;
-  }
-  return out;
-}
 
 void write_junit(std::ostream& out, const std::string& suite, const std::vector<JunitCase>& cases) {
   std::size_t failures = 0, errors = 0;
@@ -103,21 +22,21 @@ void write_junit(std::ostream& out, const std::string& suite, const std::vector<
   }
   const std::string counts =
       fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\"", cases.size(), failures, errors);
-  const std::string name = xml_escape(suite);
+  const std::string name = base::xml_escape(suite);
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << fmt::format("<testsuites name=\"{}\" {}>\n", name, counts);
   out << fmt::format("  <testsuite name=\"{}\" {} skipped=\"0\">\n", name, counts);
   for (const auto& c : cases) {
-    out << fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml_escape(c.classname),
-                       xml_escape(c.name));
+    out << fmt::format("    <testcase classname=\"{}\" name=\"{}\"", base::xml_escape(c.classname),
+                       base::xml_escape(c.name));
     if (c.result == JunitCase::Result::passed) {
       out << "/>\n";
       continue;
     }
     const char* element = result_element(c.result);
     out << fmt::format(">\n      <{} type=\"{}\" message=\"{}\">{}</{}>\n    </testcase>\n",
-                       element, xml_escape(c.type), xml_escape(c.message),
-                       xml_escape(c.text, false), element);
+                       element, base::xml_escape(c.type), base::xml_escape(c.message),
+                       base::xml_escape(c.text, false), element);
   }
   out << "  </testsuite>\n</testsuites>\n";
 }

@@ -19,12 +19,6 @@ struct JunitCase {
   std::string text;     // the full explanation, the element's body
 };
 
-// `text` escaped for an XML 1.0 attribute value (or, attribute false, character data): markup
-// characters as entities; carriage return, and in attributes tab and newline, as character
-// references (a parser would normalize them away); other control characters and invalid UTF-8 as
-// U+FFFD (XML cannot carry them at all).
-std::string xml_escape(std::string_view text, bool attribute = true);
-
 // A whole document: <testsuites> around one <testsuite name="suite">, counts on both.
 void write_junit(std::ostream& out, const std::string& suite, const std::vector<JunitCase>& cases);
 

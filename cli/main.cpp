@@ -4,7 +4,7 @@
 
 #include "commands.hpp"
 #include "messages.hpp"
-#include "output_file.hpp"
+#include "ppsim/base/output_file.hpp"
 #include "ppsim/real/mlp_model.hpp"
 #include "ppsim/real/mpi_backend.hpp"
 #include "ppsim/real/settings.hpp"
@@ -236,8 +236,8 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // Before anything is opened: a closed stdout must not hand its descriptor to a trace file.
-  ppsim::cli::reserve_standard_descriptors();
-  ppsim::cli::StandardOutput out;
+  ppsim::base::reserve_standard_descriptors();
+  ppsim::base::StandardOutput out;
   int code = run_cli(argc, argv);
   // SIGPIPE keeps its default action: `ppsim export C | head` ends quietly, as other tools do.
   if (const std::string error = out.check(); !error.empty()) {

@@ -1,6 +1,6 @@
 #include "messages.hpp"
 
-#include "ppsim/schedules/excerpt.hpp"
+#include "ppsim/base/excerpt.hpp"
 
 namespace ppsim::cli {
 
@@ -10,7 +10,7 @@ std::string shorten_long_words(std::string_view message, std::size_t max) {
   while (i < message.size()) {
     const auto end = message.find_first_of(" \n\t", i);
     const auto word = message.substr(i, end == std::string_view::npos ? end : end - i);
-    out += schedules::excerpt(word, max);
+    out += base::excerpt(word, max);
     if (end == std::string_view::npos) break;
     out += message[end];
     i = end + 1;

@@ -6,7 +6,7 @@
 
 namespace ppsim::cli {
 
-// `message` with every whitespace-separated word longer than `max` shortened by excerpt().
+// `message` with every whitespace-separated word longer than `max` shortened by base::excerpt().
 std::string shorten_long_words(std::string_view message, std::size_t max = 80);
 
 }  // namespace ppsim::cli

@@ -14,7 +14,8 @@
 #include <string>
 
 #include "commands.hpp"
-#include "output_file.hpp"
+#include "ppsim/base/human_bytes.hpp"
+#include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/comparison.hpp"
@@ -26,13 +27,12 @@
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
 #include "ppsim/viz/html_report.hpp"
-#include "ppsim/viz/human_bytes.hpp"
 #include "ppsim/viz/json_report.hpp"
 #include "ppsim/viz/trace_stream.hpp"
 
 namespace ppsim::cli {
 
-using schedules::excerpt;
+using base::excerpt;
 
 namespace {
 
@@ -44,8 +44,8 @@ struct sigaction g_old_int {
 
 extern "C" void request_stop(int sig) {
   g_stop.store(true);
-  // A second signal gets the handler that was there before (the default, or OutputFile's, which
-  // removes the temporary trace and dies): a stuck shutdown can still be killed by Ctrl-C.
+  // A second signal gets the handler that was there before (the default, or base::OutputFile's,
+  // which removes the temporary trace and dies): a stuck shutdown can still be killed by Ctrl-C.
   ::sigaction(sig, sig == SIGINT ? &g_old_int : &g_old_term, nullptr);
 }
 
@@ -73,8 +73,8 @@ double parse_number(const std::string& option, const std::string& text, const ch
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, x);
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(x))
-    throw UsageError(
-        fmt::format("{}: '{}' is not a number; expected {}", option, excerpt(text, 80), expected));
+    throw UsageError(fmt::format("{}: '{}' is not a number; expected {}", option,
+                                 base::excerpt(text, 80), expected));
   return x;
 }
 
@@ -84,7 +84,7 @@ int parse_int(const std::string& option, const std::string& text, int min, int m
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if (text.empty() || ec != std::errc() || ptr != end || v < min || v > max)
     throw UsageError(fmt::format("{}: '{}' is not valid; expected an integer in {}..{}", option,
-                                 excerpt(text, 80), min, max));
+                                 base::excerpt(text, 80), min, max));
   return static_cast<int>(v);
 }
 
@@ -106,7 +106,7 @@ void apply_options(real::Settings& s, const RealOptions& o) {
           *o.backend));
     if (!real::TransportRegistry::instance().find(*o.backend))
       throw UsageError(fmt::format("--backend: unknown backend '{}'; expected one of {}",
-                                   excerpt(*o.backend, 80),
+                                   base::excerpt(*o.backend, 80),
                                    names_of(real::TransportRegistry::instance())));
     s.backend = *o.backend;
   }
@@ -117,7 +117,7 @@ void apply_options(real::Settings& s, const RealOptions& o) {
           "configured); rebuild where /usr/local/cuda has it");
     if (!real::ComputeRegistry::instance().find(*o.compute))
       throw UsageError(fmt::format("--compute: unknown compute '{}'; expected one of {}",
-                                   excerpt(*o.compute, 80),
+                                   base::excerpt(*o.compute, 80),
                                    names_of(real::ComputeRegistry::instance())));
     s.compute = *o.compute;
   }
@@ -134,7 +134,7 @@ void apply_options(real::Settings& s, const RealOptions& o) {
       throw UsageError(
           fmt::format("--memory-scale: '{}' is out of range; expected a number in "
                       "(0, 1]",
-                      excerpt(*o.memory_scale, 80)));
+                      base::excerpt(*o.memory_scale, 80)));
     s.memory_scale = x;
   }
   if (o.iterations)
@@ -153,14 +153,14 @@ void apply_options(real::Settings& s, const RealOptions& o) {
       } catch (const std::invalid_argument&) {
         throw UsageError(fmt::format(
             "--hang-timeout: '{}' is not valid; expected seconds in (0, {}], e.g. 2 or 500ms",
-            excerpt(v, 80), real::kMaxHangTimeout));
+            base::excerpt(v, 80), real::kMaxHangTimeout));
       }
     }
     if (!(t > 0 && t <= real::kMaxHangTimeout))
       throw UsageError(
           fmt::format("--hang-timeout: '{}' is out of range; expected seconds in "
                       "(0, {}]",
-                      excerpt(v, 80), real::kMaxHangTimeout));
+                      base::excerpt(v, 80), real::kMaxHangTimeout));
     s.hang_timeout = t;
   }
 }
@@ -314,11 +314,11 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
       if (r.predicted_memory != r.measured_memory) {
         const std::int64_t d = r.measured_memory - r.predicted_memory;
         note += fmt::format("  <- memory differs by {}{}", d < 0 ? "-" : "+",
-                            viz::human_bytes(d < 0 ? -d : d));
+                            base::human_bytes(d < 0 ? -d : d));
       }
       out += fmt::format("  {:>4} {:>10} {:>10} {:>14} {:>14}{}\n", r.rank, r.predicted_inflight,
-                         r.measured_inflight, viz::human_bytes(r.predicted_memory),
-                         viz::human_bytes(r.measured_memory), note);
+                         r.measured_inflight, base::human_bytes(r.predicted_memory),
+                         base::human_bytes(r.measured_memory), note);
     }
     const PeakCheck peaks = peak_check(c, s, predicted, prepared.model);
     if (peaks.inflight_equal && peaks.memory_equal)
@@ -348,7 +348,7 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
   }
   if (run.real_peak_bytes > 0)
     out += fmt::format("  real memory      {} at most on one rank\n",
-                       viz::human_bytes(run.real_peak_bytes));
+                       base::human_bytes(run.real_peak_bytes));
   for (const auto& line : run.notes) out += fmt::format("  {}\n", line);
   if (run.outcome == real::Outcome::hang && run.record.deadlock) {
     out += fmt::format("\nobserved hang (watchdog after {:g} s without progress):\n{}\n",
@@ -402,7 +402,7 @@ std::unique_ptr<real::World> world_for(const config::Config& cfg, const real::Se
 }
 
 struct Outputs {
-  std::optional<OutputFile> trace, report;
+  std::optional<base::OutputFile> trace, report;
 };
 
 // Opened before the run: a bad path fails at once, and the temporary goes whatever happens.
@@ -434,7 +434,7 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
   std::string failed;
   if (world->process() == 0) try {
       open_outputs(o, out);
-    } catch (const OutputError& e) {
+    } catch (const base::OutputError& e) {
       failed = e.what();
       // Said before the others learn of it: the first process to end makes mpirun stop the job.
       std::cerr << "ppsim: error: " << failed << std::endl;
@@ -452,7 +452,7 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
     } else {
       try {
         code = std::to_string(real_run(path, o, cfg, settings, prepared, world.get(), out, &ran));
-      } catch (const OutputError&) {
+      } catch (const base::OutputError&) {
         if (!ran) throw;
         code = std::to_string(kBadInput);
         world->broadcast(code);
@@ -463,7 +463,7 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
     throw;
   } catch (const real::BackendUnavailable&) {
     throw;
-  } catch (const OutputError&) {
+  } catch (const base::OutputError&) {
     throw;
   } catch (const std::exception& e) {
     // One process failed where the others may be waiting for it: the job stops.
@@ -479,8 +479,8 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
              const real::Settings& settings, const config::Prepared& prepared, real::World* world,
              Outputs& out, bool* ran) {
   {
-    std::optional<OutputFile>& trace = out.trace;
-    std::optional<OutputFile>& report = out.report;
+    std::optional<base::OutputFile>& trace = out.trace;
+    std::optional<base::OutputFile>& report = out.report;
 
     record::RunRecord predicted = sim::analyze(prepared, {.trace = true});
     real::Execution run;

@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "commands.hpp"
-#include "output_file.hpp"
+#include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/html_report.hpp"
@@ -28,7 +28,7 @@ int cmd_report(const std::vector<std::string>& paths, const std::string& output,
     // Every config is read before the output is opened or anything runs: a bad file fails fast
     // and leaves no file behind.
     const std::vector<config::Config> configs = sweep_points(paths, sweep, common);
-    OutputFile out(output);
+    base::OutputFile out(output);
     std::vector<record::RunRecord> runs;
     runs.reserve(configs.size());
     Progress progress("simulating", configs.size());

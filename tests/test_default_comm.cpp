@@ -2,8 +2,8 @@
 // config sets no comm.style, the same as that lowering set explicitly, and within 2% of the best
 // style ppsim offers for the schedule on every bundled config; and the compare table's footnote
 // for a row whose lowering stalled it (viz::lowering_stall).
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -100,18 +100,18 @@ TEST_CASE("schedules.default_comm: a fair lowering for every schedule on the bun
       const std::optional<double> explicit_run = makespan_with(point, [&](json& comm) {
         comm["style"] = g->default_comm.style;
         for (const auto& [key, value] : point.lowering.params.values())
-          comm[key] = key == "prefetch" && value == schedules::kPrefetchAll ? json("all")
-                                                                            : json(value);
+          comm[key] =
+              key == "prefetch" && value == schedules::kPrefetchAll ? json("all") : json(value);
       });
       REQUIRE(explicit_run);
       CHECK(*explicit_run == made);
       double best = std::numeric_limits<double>::infinity();
       std::string best_style;
-      for (const auto& [name, comm_keys] : styles)
-        if (const auto m = makespan_with(point, [&](json& comm) { comm.update(comm_keys); });
+      for (const auto& style : styles)  // (clang 14 cannot capture a structured binding)
+        if (const auto m = makespan_with(point, [&](json& comm) { comm.update(style.second); });
             m && *m < best) {
           best = *m;
-          best_style = name;
+          best_style = style.first;
         }
       INFO("default " << run.info.lowering << ": " << made << ", best " << best_style << ": "
                       << best);
@@ -158,16 +158,14 @@ TEST_CASE("viz.lowering_stall: the footnote of a row the lowering stalled",
           "[default_comm][compare]") {
   // README's comparison with comm.style set to async (receives posted 1 op ahead): interleaved-zb
   // stalls, its sends waiting for receivers that post late; the other schedules do not.
-  const config::Config base = config::load_config(std::string(PPSIM_SOURCE_DIR) +
-                                                  "/configs/1f1b.json",
-                                                  {"comm.style=async"});
+  const config::Config base = config::load_config(
+      std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b.json", {"comm.style=async"});
   config::SweepAxes axes;
   axes.kinds = {"1f1b", "zb-h1", "interleaved-zb", "zbv", "dualpipev"};
   axes.microbatches = {16};
   axes.chunks = {2};
   std::vector<record::RunRecord> runs;
-  for (const config::Config& point : config::sweep(base, axes))
-    runs.push_back(sim::analyze(point));
+  for (const config::Config& point : config::sweep(base, axes)) runs.push_back(sim::analyze(point));
   REQUIRE(runs.size() == 5);
   for (const auto& run : runs) {
     INFO(run.info.name);
@@ -188,8 +186,8 @@ TEST_CASE("viz.lowering_stall: the footnote of a row the lowering stalled",
                                     "lowering: "));
   CHECK_THAT(table, !Catch::Contains("[2]"));
   // Under the schedule's default the stall is gone and the run is faster.
-  const config::Config fair = config::load_config(std::string(PPSIM_SOURCE_DIR) +
-                                                  "/configs/1f1b.json");
+  const config::Config fair =
+      config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b.json");
   axes.kinds = {"interleaved-zb"};
   const record::RunRecord fixed = sim::analyze(config::sweep(fair, axes).at(0));
   CHECK(viz::lowering_stall(fixed).empty());
@@ -217,8 +215,7 @@ TEST_CASE("schedules.default_comm: runs every size the schedule accepts, without
             CHECK(e.key().rfind("schedule.", 0) == 0);  // a size the schedule refuses
             continue;
           }
-          INFO(g.name << " P=" << P << " V=" << V << " M=" << M << ": "
-                      << run->verdict().text());
+          INFO(g.name << " P=" << P << " V=" << V << " M=" << M << ": " << run->verdict().text());
           CHECK(run->ok());
           ++runs;
         }

@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "junit.hpp"
+#include "ppsim/base/escape.hpp"
 
+using ppsim::base::xml_escape;
 using ppsim::cli::JunitCase;
 using ppsim::cli::write_junit;
-using ppsim::cli::xml_escape;
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "ppsim/base/huge_pages.hpp"
+#include "ppsim/base/jobs.hpp"
 #include "ppsim/schedules/generator.hpp"
-#include "ppsim/schedules/huge_pages.hpp"
-#include "ppsim/schedules/jobs.hpp"
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/schedules/op_arena.hpp"
 #include "ppsim/schedules/program.hpp"
@@ -203,7 +203,7 @@ bool populate_one_works() {
 
 // Whether ppsim may also use a second thread here: only then does populate() fault anything in.
 bool populate_works() {
-  return ppsim::schedules::jobs_here() >= 2 && populate_one_works();
+  return ppsim::base::jobs_here() >= 2 && populate_one_works();
 }
 
 // How many of the 4 KiB pages in [p, p + bytes) are resident.
@@ -222,7 +222,7 @@ TEST_CASE("populate faults fresh memory in and leaves written memory as it was",
   constexpr std::size_t kBytes = std::size_t{40} << 20;
   std::vector<unsigned char> written(kBytes);
   for (std::size_t i = 0; i < kBytes; ++i) written[i] = static_cast<unsigned char>(i * 31 + 7);
-  ppsim::schedules::populate(written.data() + 5, kBytes - 5);
+  ppsim::base::populate(written.data() + 5, kBytes - 5);
   bool same = true;
   for (std::size_t i = 0; i < kBytes; ++i)
     same = same && written[i] == static_cast<unsigned char>(i * 31 + 7);
@@ -231,14 +231,14 @@ TEST_CASE("populate faults fresh memory in and leaves written memory as it was",
   void* fresh = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(fresh != MAP_FAILED);
   CHECK(resident_pages(fresh, kBytes) == 0);
-  ppsim::schedules::populate(fresh, kBytes);
+  ppsim::base::populate(fresh, kBytes);
   if (populate_works()) CHECK(resident_pages(fresh, kBytes) == kBytes / 4096);
   const auto* bytes = static_cast<const unsigned char*>(fresh);
   CHECK(std::all_of(bytes, bytes + kBytes, [](unsigned char c) { return c == 0; }));
   // Small ranges are left to their first write.
   void* small = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(small != MAP_FAILED);
-  ppsim::schedules::populate(small, 1 << 20);
+  ppsim::base::populate(small, 1 << 20);
   CHECK(resident_pages(small, 1 << 20) == 0);
   munmap(small, 1 << 20);
   munmap(fresh, kBytes);
@@ -252,22 +252,22 @@ TEST_CASE("prefault faults in every page a small range touches and leaves writte
   auto* bytes = static_cast<unsigned char*>(fresh);
   REQUIRE(resident_pages(fresh, kBytes) == 0);
   // From 5 bytes into the first page to 5 bytes into the last: both end pages are faulted in.
-  ppsim::schedules::prefault(bytes + 5, kBytes - 4096);
+  ppsim::base::prefault(bytes + 5, kBytes - 4096);
   if (populate_one_works()) CHECK(resident_pages(fresh, kBytes) == kBytes / 4096);
   CHECK(std::all_of(bytes, bytes + kBytes, [](unsigned char c) { return c == 0; }));
   for (std::size_t i = 0; i < kBytes; ++i) bytes[i] = static_cast<unsigned char>(i * 13 + 1);
-  ppsim::schedules::prefault(bytes, kBytes);
+  ppsim::base::prefault(bytes, kBytes);
   bool same = true;
   for (std::size_t i = 0; i < kBytes; ++i)
     same = same && bytes[i] == static_cast<unsigned char>(i * 13 + 1);
   CHECK(same);
-  ppsim::schedules::prefault(bytes, 0);  // nothing to do
+  ppsim::base::prefault(bytes, 0);  // nothing to do
   munmap(fresh, kBytes);
   // A large range goes through populate (several threads where there are cores).
-  constexpr std::size_t kLarge = ppsim::schedules::kPopulateMinBytes;
+  constexpr std::size_t kLarge = ppsim::base::kPopulateMinBytes;
   void* large = mmap(nullptr, kLarge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(large != MAP_FAILED);
-  ppsim::schedules::prefault(large, kLarge);
+  ppsim::base::prefault(large, kLarge);
   if (populate_one_works()) CHECK(resident_pages(large, kLarge) == kLarge / 4096);
   munmap(large, kLarge);
 }
@@ -279,8 +279,8 @@ TEST_CASE("OpArena: memory ahead of the top is faulted in, lists written meanwhi
   auto* first = static_cast<unsigned char*>(arena.allocate(kBlock));
   // The next kPopulateMinBytes past the top are in before anything is written there.
   if (populate_works())
-    CHECK(resident_pages(first + kBlock, ppsim::schedules::kPopulateMinBytes) ==
-          ppsim::schedules::kPopulateMinBytes / 4096);
+    CHECK(resident_pages(first + kBlock, ppsim::base::kPopulateMinBytes) ==
+          ppsim::base::kPopulateMinBytes / 4096);
   std::memset(first, 0x5a, kBlock);
   // Two writers, each faulting the arena ahead as it allocates, while the other writes.
   std::vector<std::vector<unsigned char*>> got(2);

@@ -15,12 +15,12 @@
 #include <sstream>
 
 #include "messages.hpp"
-#include "output_file.hpp"
-#include "ppsim/schedules/excerpt.hpp"
+#include "ppsim/base/excerpt.hpp"
+#include "ppsim/base/output_file.hpp"
 
-using ppsim::cli::OutputError;
-using ppsim::cli::OutputFile;
-using ppsim::cli::OutputMode;
+using ppsim::base::OutputError;
+using ppsim::base::OutputFile;
+using ppsim::base::OutputMode;
 namespace fs = std::filesystem;
 
 namespace {
@@ -168,7 +168,7 @@ TEST_CASE("OutputFile accepts a file name at the length limit") {
 
 TEST_CASE("excerpt cuts long tokens and escapes binary bytes") {
   auto printable = [](std::string_view s, std::size_t max = 80) {
-    return ppsim::schedules::excerpt(s, max);
+    return ppsim::base::excerpt(s, max);
   };
   CHECK(printable("abc") == "abc");
   CHECK(printable(std::string(100, 'a')) == std::string(80, 'a') + "…");
@@ -251,7 +251,7 @@ TEST_CASE(
     REQUIRE(fd >= 0);
     std::string all;
     {
-      ppsim::cli::FdStreamBuf buf(fd, 1 << 16, true, (std::size_t{1} << 20) + 123);
+      ppsim::base::FdStreamBuf buf(fd, 1 << 16, true, (std::size_t{1} << 20) + 123);
       std::ostream out(&buf);
       std::uint64_t x = flush_early ? 7 : 3;
       bool saw_direct = false, flushed = false;

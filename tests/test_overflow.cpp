@@ -18,7 +18,7 @@ using Catch::Matchers::Contains;
 using nlohmann::json;
 
 // 1F1B on 4 ranks, 8 microbatches, async comm: 48 transfers, 8 F per rank.
-json base() {
+json base_config() {
   return json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
                          "comm": {"style": "async"}})");
 }
@@ -64,13 +64,13 @@ record::RunRecord run(const json& j, bool trace = false) {
 
 TEST_CASE("byte counts that would overflow are refused naming the key", "[overflow]") {
   // The issue's examples: a negative comm_bytes, a peak of 0.
-  CHECK_REFUSED(with(base(), "comm", "boundary_bytes", 1e18), "comm.boundary_bytes", "2^53");
-  CHECK_REFUSED(with(base(), "memory", "static_bytes", 9e18), "memory.static_bytes", "2^53");
-  CHECK_REFUSED(with(base(), "memory", "activation_bytes", 1e16), "memory.activation_bytes",
+  CHECK_REFUSED(with(base_config(), "comm", "boundary_bytes", 1e18), "comm.boundary_bytes", "2^53");
+  CHECK_REFUSED(with(base_config(), "memory", "static_bytes", 9e18), "memory.static_bytes", "2^53");
+  CHECK_REFUSED(with(base_config(), "memory", "activation_bytes", 1e16), "memory.activation_bytes",
                 "2^53");
-  CHECK_REFUSED(with(base(), "comm", "eager_limit", 1e16), "comm.eager_limit", "2^53");
+  CHECK_REFUSED(with(base_config(), "comm", "eager_limit", 1e16), "comm.eager_limit", "2^53");
   // Each value fits, the sums do not: 2^53 bytes x 600 stashes; x 1200 transfers.
-  json big = with(base(), "schedule", "microbatches", 600);
+  json big = with(base_config(), "schedule", "microbatches", 600);
   CHECK_REFUSED(with(big, "memory", "activation_bytes", 1LL << 53), "memory.activation_bytes",
                 "rank 0's memory could reach");
   CHECK_REFUSED(with(with(big, "comm", "style", "blocking"), "comm", "boundary_bytes", 1LL << 53),
@@ -83,7 +83,7 @@ TEST_CASE("a program checked on several threads names the first rank over a boun
   // threads run. The middle ranks post 4 comm ops per microbatch, the end ones 2: with 1.5 x 2^46
   // bytes per buffer only ranks 1-6 could pass 2^62 bytes, and rank 1, the first in rank order,
   // is named whichever block finishes first.
-  json j = with(with(base(), "schedule", "ranks", 8), "schedule", "microbatches", 16384);
+  json j = with(with(base_config(), "schedule", "ranks", 8), "schedule", "microbatches", 16384);
   j = with(with(j, "comm", "style", "blocking"), "comm", "boundary_bytes", 3LL << 45);
   j = with(j, "memory", "activation_bytes", 0);
   for (int rep = 0; rep < 5; ++rep)
@@ -96,7 +96,7 @@ TEST_CASE("a program checked on several threads names the first rank over a boun
 
 TEST_CASE("byte counts at the bounds give exact figures", "[overflow]") {
   const std::int64_t max = 1LL << 53;
-  json j = with(base(), "comm", "boundary_bytes", max);
+  json j = with(base_config(), "comm", "boundary_bytes", max);
   j = with(j, "memory", "static_bytes", max);
   j = with(j, "memory", "activation_bytes", max);
   const record::RunRecord r = run(j);
@@ -112,15 +112,16 @@ TEST_CASE("byte counts at the bounds give exact figures", "[overflow]") {
 
 TEST_CASE("costs and latencies that would make infinite times are refused naming the key",
           "[overflow]") {
-  json costs = base();
+  json costs = base_config();
   costs["costs"] = {{"forward", 1e308}};
   CHECK_REFUSED(costs, "costs.forward", "the run could last up to inf ms");
   costs["costs"] = {{"backward_input", 1e14}, {"backward_weight", 1.0}};
   CHECK_REFUSED(costs, "costs.backward_input", "above the bound of 1e+15 time units");
   costs["costs"] = {{"per_stage", {{"2", {{"forward", 1e300}}}}}};
   CHECK_REFUSED(costs, "costs.per_stage.2.forward", "lower costs.per_stage.2.forward");
-  CHECK_REFUSED(with(base(), "comm", "latency", 1e308), "comm.latency", "the run could last");
-  json slow = with(base(), "comm", "boundary_bytes", 1000);
+  CHECK_REFUSED(with(base_config(), "comm", "latency", 1e308), "comm.latency",
+                "the run could last");
+  json slow = with(base_config(), "comm", "boundary_bytes", 1000);
   CHECK_REFUSED(with(slow, "comm", "bandwidth", 1e-300), "comm.bandwidth", "above the bound");
   // A 1-rank custom program: one F.
   const json custom = json::parse(
@@ -130,7 +131,7 @@ TEST_CASE("costs and latencies that would make infinite times are refused naming
 
 TEST_CASE("times just below the bound run to finite figures and a valid trace", "[overflow]") {
   // 96 compute ops of 1e13 and 48 transfers of 1e11: 9.648e14 < 1e15.
-  json j = base();
+  json j = base_config();
   j["costs"] = {{"forward", 1e13}, {"backward_input", 1e13}, {"backward_weight", 1e13}};
   j = with(j, "comm", "latency", 1e11);
   const record::RunRecord r = run(j, true);

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "ppsim/config/parallel_for.hpp"
+#include "ppsim/base/parallel_for.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/sweep.hpp"
 #include "ppsim/sim/analysis.hpp"
@@ -21,18 +21,18 @@ TEST_CASE("parallel_for: every index once, the smallest failing index's exceptio
   for (unsigned threads : {1u, 2u, 3u, 8u}) {
     INFO("threads " << threads);
     std::vector<int> hits(100, 0);
-    config::parallel_for(
+    base::parallel_for(
         hits.size(), threads, [&](std::size_t i) { ++hits[i]; }, [](std::size_t) {});
     CHECK(hits == std::vector<int>(100, 1));
 
     std::vector<int> none;
-    config::parallel_for(
+    base::parallel_for(
         0, threads, [&](std::size_t) { none.push_back(1); }, [](std::size_t) {});
     CHECK(none.empty());
 
     // Indices 7 and 30 fail: a loop stops at 7, so 7's message must come out whatever ran.
     try {
-      config::parallel_for(
+      base::parallel_for(
           40, threads,
           [](std::size_t i) {
             if (i == 7 || i == 30) throw std::runtime_error("point " + std::to_string(i));
@@ -53,7 +53,7 @@ TEST_CASE("parallel_for: an index claimed before a later one failed still runs",
   // the repetitions.)
   for (int rep = 0; rep < 3000; ++rep) {
     try {
-      config::parallel_for(
+      base::parallel_for(
           4, 4, [](std::size_t i) { throw std::runtime_error("point " + std::to_string(i)); },
           [](std::size_t) {});
     } catch (const std::runtime_error& e) {
@@ -63,7 +63,7 @@ TEST_CASE("parallel_for: an index claimed before a later one failed still runs",
   // A throwing progress callback is that index's failure, not std::terminate with threads live.
   // Work waits for the caller's first claim, so the caller surely claims one.
   std::atomic<bool> claimed{false};
-  CHECK_THROWS_WITH(config::parallel_for(
+  CHECK_THROWS_WITH(base::parallel_for(
                         8, 2,
                         [&](std::size_t) {
                           while (!claimed.load()) std::this_thread::yield();
@@ -92,7 +92,7 @@ TEST_CASE("parallel sweep: the same run records as a loop, in any thread count",
   for (const auto& p : points) serial.push_back(viz::to_json(sim::analyze(p)).dump());
   for (unsigned threads : {2u, 4u}) {
     std::vector<std::string> parallel(points.size());
-    config::parallel_for(
+    base::parallel_for(
         points.size(), threads,
         [&](std::size_t i) { parallel[i] = viz::to_json(sim::analyze(points[i])).dump(); },
         [](std::size_t) {});

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "helpers.hpp"
-#include "ppsim/config/parallel_for.hpp"
+#include "ppsim/base/parallel_for.hpp"
 #include "ppsim/schedules/rank_blocks.hpp"
 
 using namespace ppsim;
@@ -90,7 +90,7 @@ TEST_CASE("rank_blocks: contiguous, non-empty blocks of about equal weight", "[r
       x = static_cast<std::size_t>(
           std::uniform_int_distribution<int>(0, lopsided ? 1000 : 10)(rng));
     INFO("ranks " << ranks << " blocks " << blocks);
-    const auto b = schedules::rank_blocks(w, blocks);
+    const auto b = base::rank_blocks(w, blocks);
     const std::size_t k = b.size() - 1;
     CHECK(k ==
           static_cast<std::size_t>(std::max(1, std::min<int>(static_cast<int>(blocks), ranks))));
@@ -107,22 +107,18 @@ TEST_CASE("rank_blocks: contiguous, non-empty blocks of about equal weight", "[r
     }
   }
   // Equal weights split evenly.
-  CHECK(schedules::rank_blocks(std::vector<std::size_t>(8, 5), 2) == std::vector<int>{0, 4, 8});
-  CHECK(schedules::rank_blocks(std::vector<std::size_t>(9, 5), 3) == std::vector<int>{0, 3, 6, 9});
+  CHECK(base::rank_blocks(std::vector<std::size_t>(8, 5), 2) == std::vector<int>{0, 4, 8});
+  CHECK(base::rank_blocks(std::vector<std::size_t>(9, 5), 3) == std::vector<int>{0, 3, 6, 9});
 }
 
 TEST_CASE("blocks_for: a thread only for enough work, never inside another loop's work",
           "[rank_blocks][threads]") {
-  CHECK(schedules::blocks_for(10, 4) == 4);  // asked for
-  CHECK(schedules::blocks_for(schedules::kMinWorkPerBlock - 1, 0) == 1);
-  CHECK(schedules::blocks_for(schedules::kMinWorkPerBlock * 64, 0) ==
-        std::min(64u, schedules::default_jobs()));
+  CHECK(base::blocks_for(10, 4) == 4);  // asked for
+  CHECK(base::blocks_for(base::kMinWorkPerBlock - 1, 0) == 1);
+  CHECK(base::blocks_for(base::kMinWorkPerBlock * 64, 0) == std::min(64u, base::default_jobs()));
   std::vector<unsigned> inside(4, 0);
-  config::parallel_for(
-      4, 2,
-      [&](std::size_t i) {
-        inside[i] = schedules::blocks_for(schedules::kMinWorkPerBlock * 64, 0);
-      },
+  base::parallel_for(
+      4, 2, [&](std::size_t i) { inside[i] = base::blocks_for(base::kMinWorkPerBlock * 64, 0); },
       [](std::size_t) {});
   for (unsigned n : inside) CHECK(n == 1);
 }
@@ -131,18 +127,18 @@ TEST_CASE("for_rank_blocks: every block once, the lowest failing block's excepti
           "[rank_blocks][threads]") {
   const std::vector<int> bounds{0, 3, 5, 9, 12};
   std::vector<int> seen(12, 0);
-  schedules::for_rank_blocks(bounds, [&](std::size_t, int first, int end) {
+  base::for_rank_blocks(bounds, [&](std::size_t, int first, int end) {
     for (int r = first; r < end; ++r) ++seen[static_cast<std::size_t>(r)];
   });
   CHECK(seen == std::vector<int>(12, 1));
   for (int rep = 0; rep < 20; ++rep) {
     CHECK_THROWS_WITH(
-        schedules::for_rank_blocks(bounds,
-                                   [&](std::size_t b, int first, int) {
-                                     if (b >= 1)
-                                       throw std::runtime_error("block " + std::to_string(b) +
-                                                                " rank " + std::to_string(first));
-                                   }),
+        base::for_rank_blocks(bounds,
+                              [&](std::size_t b, int first, int) {
+                                if (b >= 1)
+                                  throw std::runtime_error("block " + std::to_string(b) + " rank " +
+                                                           std::to_string(first));
+                              }),
         "block 1 rank 3");
   }
 }
@@ -154,7 +150,7 @@ TEST_CASE("for_each_rank: every rank once on any worker count, the lowest failin
       INFO("ranks " << ranks << " workers " << workers);
       std::vector<std::atomic<int>> seen(static_cast<std::size_t>(ranks));
       std::atomic<unsigned> highest_worker{0};
-      schedules::for_each_rank(ranks, workers, [&](unsigned w, int r) {
+      base::for_each_rank(ranks, workers, [&](unsigned w, int r) {
         ++seen[static_cast<std::size_t>(r)];
         unsigned h = highest_worker.load();
         while (w > h && !highest_worker.compare_exchange_weak(h, w)) {
@@ -168,14 +164,13 @@ TEST_CASE("for_each_rank: every rank once on any worker count, the lowest failin
   // whichever worker reaches a higher failing rank first.
   for (int rep = 0; rep < 20; ++rep) {
     std::vector<std::atomic<int>> seen(100);
-    CHECK_THROWS_WITH(
-        schedules::for_each_rank(100, 4,
-                                 [&](unsigned, int r) {
-                                   ++seen[static_cast<std::size_t>(r)];
-                                   if (r >= 37)
-                                     throw std::runtime_error("rank " + std::to_string(r));
-                                 }),
-        "rank 37");
+    CHECK_THROWS_WITH(base::for_each_rank(100, 4,
+                                          [&](unsigned, int r) {
+                                            ++seen[static_cast<std::size_t>(r)];
+                                            if (r >= 37)
+                                              throw std::runtime_error("rank " + std::to_string(r));
+                                          }),
+                      "rank 37");
     for (int r = 0; r <= 37; ++r) CHECK(seen[static_cast<std::size_t>(r)].load() == 1);
   }
 }

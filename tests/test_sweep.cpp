@@ -8,7 +8,7 @@
 using namespace ppsim;
 
 namespace {
-config::Config base() {
+config::Config base_config() {
   return config::parse_config(nlohmann::json::parse(R"({
     "name": "base",
     "schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
@@ -22,7 +22,7 @@ config::Config base() {
 TEST_CASE("Sweep: one config per (schedule, M, V), chunks only for schedules that take them",
           "[sweep]") {
   const auto configs =
-      config::sweep(base(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});
+      config::sweep(base_config(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});
   REQUIRE(configs.size() == 2 + 2 + 2 * 2);
   CHECK(configs[0].name == "base/gpipe/M8");
   CHECK(config::prepare(configs[0]).program->chunks() == 1);
@@ -34,7 +34,7 @@ TEST_CASE(
     "Sweep over chunks keeps per-rank work and memory: costs and bytes scale by V0/V, so "
     "interleaved bubble_vs_ideal = (P-1)/(V*M) against the same ideal as 1F1B",
     "[sweep]") {
-  const auto configs = config::sweep(base(), {{"1f1b", "interleaved-1f1b"}, {8}, {2, 4}});
+  const auto configs = config::sweep(base_config(), {{"1f1b", "interleaved-1f1b"}, {8}, {2, 4}});
   REQUIRE(configs.size() == 3);
   const auto one = sim::analyze(configs[0]);
   for (std::size_t i = 1; i < configs.size(); ++i) {
@@ -56,7 +56,7 @@ TEST_CASE(
 }
 
 TEST_CASE("Sweep refuses what it cannot remap", "[sweep]") {
-  auto j = base().raw;
+  auto j = base_config().raw;
   j["costs"]["per_stage"] = {{"1", {{"forward", 3.0}}}};
   const auto with_overrides = config::parse_config(j, "base.json");
   CHECK_THROWS_AS(config::sweep(with_overrides, {{"interleaved-1f1b"}, {8}, {2}}),

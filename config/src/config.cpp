@@ -30,9 +30,9 @@ using nlohmann::json;
 
 ConfigError::ConfigError(const std::string& source, const std::string& key,
                          const std::string& message)
-    : std::runtime_error(key.empty()
-                             ? fmt::format("{}: {}", source, message)
-                             : fmt::format("{}: key '{}': {}", source, excerpt(key, 80), message)),
+    : std::runtime_error(
+          key.empty() ? fmt::format("{}: {}", source, message)
+                      : fmt::format("{}: key '{}': {}", source, base::excerpt(key, 80), message)),
       source_(source),
       key_(key),
       message_(message) {}
@@ -156,8 +156,8 @@ class BoundedDomBuilder {
     // The token may be megabytes of anything: echo a cut, escaped excerpt.
     if (!token.empty())
       if (auto p = what.find(token); p != std::string::npos)
-        what.replace(p, token.size(), excerpt(token));
-    failure = JsonFailure{byte == 0 ? 0 : byte - 1, "", excerpt(what, 300), true};
+        what.replace(p, token.size(), base::excerpt(token));
+    failure = JsonFailure{byte == 0 ? 0 : byte - 1, "", base::excerpt(what, 300), true};
     return false;
   }
 
@@ -291,7 +291,7 @@ std::string read_config_file(const std::string& path) {
 }
 
 std::string apply_override(json& config, const std::string& assignment) {
-  const std::string source = fmt::format("--set {}", excerpt(assignment, 80));
+  const std::string source = fmt::format("--set {}", base::excerpt(assignment, 80));
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw ConfigError(source, "", "expected KEY=VALUE, e.g. comm.style=blocking");
@@ -316,8 +316,9 @@ std::string apply_override(json& config, const std::string& assignment) {
       try {  // every string must print as JSON again (reports, traces): valid UTF-8 only
         (void)value.dump();
       } catch (const json::type_error&) {
-        throw ConfigError(source, path,
-                          fmt::format("the value '{}' is not valid UTF-8", excerpt(text, 60)));
+        throw ConfigError(
+            source, path,
+            fmt::format("the value '{}' is not valid UTF-8", base::excerpt(text, 60)));
       }
     } else
       throw ConfigError(
@@ -353,7 +354,7 @@ std::string Reader::describe(const json& v) {
     d = fmt::format("{{... {} keys}}", v.size());
   else
     d = v.dump(-1, ' ', true, json::error_handler_t::replace);
-  return fmt::format("{} {}", v.type_name(), excerpt(d, 40));
+  return fmt::format("{} {}", v.type_name(), base::excerpt(d, 40));
 }
 
 const json* Reader::get(const std::string& k) {
@@ -425,7 +426,8 @@ std::string Reader::one_of(const std::string& k, std::string def,
   std::string v = string(k, def);
   for (const auto& a : allowed)
     if (v == a) return v;
-  fail(k, fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), excerpt(v)));
+  fail(k,
+       fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), base::excerpt(v)));
 }
 
 void Reader::reject_unknown(const std::function<std::string(const std::string&)>& hint) const {
@@ -534,8 +536,8 @@ void parse_into(Config& c, const json& j, const std::string& source) {
       std::vector<std::string> names = schedules::Registry::instance().names();
       for (const auto& one : SourceRegistry::instance().all())
         if (one.name != "generated") names.push_back(one.name);
-      s.fail("kind", fmt::format("unknown schedule \"{}\"; expected one of {}", excerpt(c.kind),
-                                 fmt::join(names, ", ")));
+      s.fail("kind", fmt::format("unknown schedule \"{}\"; expected one of {}",
+                                 base::excerpt(c.kind), fmt::join(names, ", ")));
     }
     c.program = src->read(s, c.kind);
   }
@@ -645,7 +647,8 @@ Config parse_config(const json& j, const std::string& source,
   c.source = source;
   c.raw = j;
   for (const auto& o : overrides)
-    c.overrides.emplace_back(o.substr(0, o.find('=')), fmt::format("--set {}", excerpt(o, 80)));
+    c.overrides.emplace_back(o.substr(0, o.find('=')),
+                             fmt::format("--set {}", base::excerpt(o, 80)));
   try {
     parse_into(c, j, source);
   } catch (const ConfigError& e) {

@@ -334,7 +334,7 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     t.count.assign(S, {0, 0, 0, 0});
     t.pairs.assign(S, 0);
   }
-  schedules::for_rank_blocks(bounds, [&](std::size_t b, int first, int end) {
+  base::for_rank_blocks(bounds, [&](std::size_t b, int first, int end) {
     for (int r = first; r < end; ++r) check_rank(r, tallies[b]);
   });
   Tally& all = tallies[0];

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
+#include "ppsim/base/huge_pages.hpp"
 #include "ppsim/schedules/error.hpp"
-#include "ppsim/schedules/huge_pages.hpp"
 #include "ppsim/schedules/rank_blocks.hpp"
 
 namespace ppsim::schedules {
@@ -93,15 +93,15 @@ Program lower(const Program& compute, const LoweringOptions& options) {
     std::vector<Op> ops;
     std::vector<std::int32_t> wait_ids;
   };
-  const unsigned workers = blocks_for(compute.total_ops(), options.threads);
+  const unsigned workers = base::blocks_for(compute.total_ops(), options.threads);
   std::vector<Scratch> scratch(workers);
-  for_each_rank(compute.ranks(), workers, [&](unsigned worker, int r) {
+  base::for_each_rank(compute.ranks(), workers, [&](unsigned worker, int r) {
     auto& [ops, wait_ids] = scratch[worker];
     ops.clear();
     wait_ids.clear();
-    reserve_prefaulted(ops, compute.ops(r).size() * kOpsPerComputeHint + 64);
+    base::reserve_prefaulted(ops, compute.ops(r).size() * kOpsPerComputeHint + 64);
     // A compute op receives its input and sends its output: about two request ids each.
-    reserve_prefaulted(wait_ids, compute.ops(r).size() * 2 + 64);
+    base::reserve_prefaulted(wait_ids, compute.ops(r).size() * 2 + 64);
     RankLowering l(compute, out, ops, wait_ids, r, params, options.groups);
     style->lower_rank(l);
     out.set_ops(r, ops, wait_ids);

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/base/huge_pages.hpp"
 
 namespace ppsim::schedules {
 
 namespace {
-constexpr std::size_t kHuge = kHugePageBytes;
+constexpr std::size_t kHuge = base::kHugePageBytes;
 constexpr std::size_t kAlign = 64;  // a cache line: no two ranks' lists share one
 
 std::size_t round_up(std::size_t n, std::size_t to) {
@@ -53,13 +53,13 @@ void* OpArena::allocate(std::size_t bytes) {
   char* ahead = nullptr;
   std::size_t ahead_bytes = 0;
   if (c.top > c.populated) {
-    const std::size_t upto = std::min(c.size, round_up(c.top + kPopulateMinBytes, kHuge));
+    const std::size_t upto = std::min(c.size, round_up(c.top + base::kPopulateMinBytes, kHuge));
     ahead = c.base + c.populated;
     ahead_bytes = upto - c.populated;
     c.populated = upto;
   }
   lock.unlock();  // other threads allocate meanwhile; populate leaves contents as they are
-  if (ahead_bytes > 0) populate(ahead, ahead_bytes);
+  if (ahead_bytes > 0) base::populate(ahead, ahead_bytes);
   return p;
 }
 

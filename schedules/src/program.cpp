@@ -1,6 +1,6 @@
 #include "ppsim/schedules/program.hpp"
 
-#include "ppsim/schedules/excerpt.hpp"
+#include "ppsim/base/excerpt.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <functional>
 #include <map>
 
+#include "ppsim/base/huge_pages.hpp"
 #include "ppsim/schedules/error.hpp"
-#include "ppsim/schedules/huge_pages.hpp"
 
 namespace ppsim::schedules {
 
@@ -94,7 +94,7 @@ void Program::reserve(int rank, std::size_t n) {
     use_arena(n * sizeof(Op) * static_cast<std::size_t>(ranks()));  // nothing under 8 MiB
   // Generators reserve each rank's count (dualpipe, dualpipev and the torch CSV import a bound: 16
   // resident bytes per op they do not write).
-  reserve_prefaulted(list, n);
+  base::reserve_prefaulted(list, n);
 }
 
 void Program::use_arena(std::size_t capacity_hint) {
@@ -152,8 +152,8 @@ bool parse_int(std::string_view s, int& out, std::string_view what, const Fail& 
   if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return false;
   const std::string_view digits = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
   if (digits.size() > 10 || std::stoll(std::string(digits)) >= kMaxIndex)
-    throw fail(
-        fmt::format("{} {} is out of range: ids are below {}", what, excerpt(s, 20), kMaxIndex));
+    throw fail(fmt::format("{} {} is out of range: ids are below {}", what, base::excerpt(s, 20),
+                           kMaxIndex));
   out = static_cast<int>(std::stoll(std::string(digits)));
   return true;
 }
@@ -213,7 +213,7 @@ Op parse_simple(std::string_view t, const std::function<ParseError(const std::st
 ParsedOp parse_op(const Token& tok, int line) {
   const std::string_view t = tok.text;
   const std::function<ParseError(const std::string&)> fail = [&](const std::string& why) {
-    return ParseError(line, tok.column, fmt::format("bad op '{}': {}", excerpt(t), why));
+    return ParseError(line, tok.column, fmt::format("bad op '{}': {}", base::excerpt(t), why));
   };
   ParsedOp out;
   if (t == kIdle) throw fail("IDLE marks a rank with no ops and stands alone on its line");
@@ -246,7 +246,7 @@ ParsedOp parse_op(const Token& tok, int line) {
     if (close == std::string_view::npos) throw fail("expected (a;b)OVERLAP_F_B");
     const std::string_view kind = t.substr(close + 1);
     if (kind != to_string(OpKind::OVERLAP_F_B))
-      throw fail(fmt::format("unknown composite '{}': expected OVERLAP_F_B", excerpt(kind)));
+      throw fail(fmt::format("unknown composite '{}': expected OVERLAP_F_B", base::excerpt(kind)));
     std::string_view body = t.substr(1, close - 1);
     while (true) {
       const auto semi = body.find(';');

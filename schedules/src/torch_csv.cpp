@@ -6,8 +6,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ppsim/base/excerpt.hpp"
 #include "ppsim/schedules/error.hpp"
-#include "ppsim/schedules/excerpt.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
 namespace ppsim::schedules {
@@ -66,7 +66,7 @@ std::string check_simple(std::string_view a, bool& compute) {
   }
   if (type == "BW")
     return "unknown action type 'BW' (older PyTorch spelled a full backward BW; it is now B)";
-  return fmt::format("unknown action type '{}': {}", excerpt(type, 40), kExpected);
+  return fmt::format("unknown action type '{}': {}", base::excerpt(type, 40), kExpected);
 }
 
 // Returns why `a` is not an action, or ""; sets `cls`.
@@ -77,14 +77,14 @@ std::string check_action(std::string_view a, CellClass& cls) {
     if (close == std::string_view::npos) return "expected (a;b)OVERLAP_F_B";
     if (a.substr(close + 1) != "OVERLAP_F_B")
       return fmt::format("unknown composite '{}': expected OVERLAP_F_B",
-                         excerpt(a.substr(close + 1), 40));
+                         base::excerpt(a.substr(close + 1), 40));
     const std::string_view body = a.substr(1, close - 1);
     const auto semi = body.find(';');
     if (semi == std::string_view::npos || body.find(';', semi + 1) != std::string_view::npos)
       return "OVERLAP_F_B holds two actions, e.g. (0F7;7B3)OVERLAP_F_B";
     for (std::string_view part : {body.substr(0, semi), body.substr(semi + 1)}) {
       if (std::string why = check_simple(part, compute); !why.empty())
-        return fmt::format("in '{}': {}", excerpt(part, 40), why);
+        return fmt::format("in '{}': {}", base::excerpt(part, 40), why);
       if (!compute) return "OVERLAP_F_B holds compute actions (F, B, I)";
     }
     cls = CellClass::compute;
@@ -137,7 +137,7 @@ std::vector<Cell> split_row(std::string_view line, int row) {
         throw fail(fmt::format("a cell of {} characters: an action is at most {}", raw.size(),
                                kMaxTorchCell));
       if (raw.find('"') != std::string_view::npos)
-        throw fail(fmt::format("a quote inside an unquoted cell '{}'", excerpt(raw, 60)));
+        throw fail(fmt::format("a quote inside an unquoted cell '{}'", base::excerpt(raw, 60)));
       text = std::string(raw);
       pos += raw.size();
     }
@@ -189,7 +189,8 @@ TorchCsv parse_torch_csv(std::string_view text) {
       }
       CellClass cls = CellClass::blank;
       if (std::string why = check_action(c.text, cls); !why.empty())
-        throw ParseError(row, c.column, fmt::format("bad action '{}': {}", excerpt(c.text), why));
+        throw ParseError(row, c.column,
+                         fmt::format("bad action '{}': {}", base::excerpt(c.text), why));
       comms = comms || cls == CellClass::other;
       actions[r].push_back(c.text);
       out.steps[r].push_back(c.column - 1);

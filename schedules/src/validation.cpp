@@ -1,6 +1,6 @@
 #include "ppsim/schedules/validation.hpp"
 
-#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/base/huge_pages.hpp"
 #include "ppsim/schedules/rank_blocks.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
@@ -46,9 +46,9 @@ struct Counts {
 // known to be on its stage's rank. So ranks can be checked on several threads at once.
 struct Tables {
   explicit Tables(const Semantics& sem)
-      : counts(huge_vector(sem.cell_count(), Counts{})),
-        send(huge_vector(sem.tensor_count(), kUnseen)),
-        recv(huge_vector(sem.tensor_count(), kUnseen)) {}
+      : counts(base::huge_vector(sem.cell_count(), Counts{})),
+        send(base::huge_vector(sem.tensor_count(), kUnseen)),
+        recv(base::huge_vector(sem.tensor_count(), kUnseen)) {}
   std::vector<Counts> counts;
   std::vector<std::int32_t> send, recv;  // each tensor's sides, as kUnseen above describes
 };
@@ -269,7 +269,7 @@ class Validator {
           max_id = std::max<std::int64_t>(max_id, op.request);
         }
       dense_ = min_id >= 0 && max_id < static_cast<std::int64_t>(2 * ops.size() + 64);
-      if (dense_) assign_huge(slots_, static_cast<std::size_t>(max_id + 1), Slot{});
+      if (dense_) base::assign_huge(slots_, static_cast<std::size_t>(max_id + 1), Slot{});
     }
     // The outstanding request `id`, or nullptr.
     const Request* outstanding(std::int32_t id) const {
@@ -614,8 +614,8 @@ std::vector<Diagnostic> validate(const Program& program, const ValidateOptions& 
   blocks.reserve(bounds.size() - 1);
   for (std::size_t b = 0; b + 1 < bounds.size(); ++b)
     blocks.emplace_back(program, options, sem, tables);
-  for_rank_blocks(bounds,
-                  [&](std::size_t b, int first, int end) { blocks[b].check_ranks(first, end); });
+  base::for_rank_blocks(
+      bounds, [&](std::size_t b, int first, int end) { blocks[b].check_ranks(first, end); });
   for (std::size_t b = 1; b < blocks.size(); ++b) blocks[0].absorb(blocks[b]);
   return blocks[0].finish();
 }

@@ -13,9 +13,9 @@
 #include "engine/network.hpp"
 #include "engine/state.hpp"
 #include "engine/streams.hpp"
+#include "ppsim/base/huge_pages.hpp"
 #include "ppsim/config/op_duration.hpp"
 #include "ppsim/record/wait_graph.hpp"
-#include "ppsim/schedules/huge_pages.hpp"
 #include "ppsim/schedules/rank_blocks.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
@@ -108,7 +108,7 @@ class Engine {
     if (tensors > std::numeric_limits<std::uint32_t>::max())
       throw SimulationError("too many tensors");
     match_.setup(o_.network.matching);
-    assign_huge(tensors_, tensors, engine::TensorSlots{});
+    base::assign_huge(tensors_, tensors, engine::TensorSlots{});
     dense_ = sem_.dense();
     mem_.setup(R_, M_, o_.network.boundary_bytes, dense_);
     ranks_.resize(static_cast<std::size_t>(R_));
@@ -124,7 +124,7 @@ class Engine {
     // then laid out in rank order.
     std::vector<std::size_t> comm_ops(static_cast<std::size_t>(R_));
     std::vector<std::int32_t> dense_ids(static_cast<std::size_t>(R_));
-    schedules::for_rank_blocks(schedules::rank_blocks(p_, 0), [&](std::size_t, int first, int end) {
+    base::for_rank_blocks(schedules::rank_blocks(p_, 0), [&](std::size_t, int first, int end) {
       for (int r = first; r < end; ++r) {
         const auto& ops = p_.ops(r);
         const auto limit = static_cast<std::int32_t>(
@@ -158,7 +158,7 @@ class Engine {
       request_base[static_cast<std::size_t>(r)] = n_requests;
       n_requests += static_cast<std::size_t>(rs.dense_limit);
     }
-    assign_huge(request_table_, n_requests, kNoEndpoint);
+    base::assign_huge(request_table_, n_requests, kNoEndpoint);
     for (int r = 0; r < R_; ++r)
       ranks_[static_cast<std::size_t>(r)].request_ep =
           request_table_.data() + request_base[static_cast<std::size_t>(r)];
@@ -166,7 +166,7 @@ class Engine {
     eps_faulted_ = 0;
     free_eps_.clear();
     if (nccl_) {
-      assign_huge(eps_, n_eps, Endpoint{});
+      base::assign_huge(eps_, n_eps, Endpoint{});
       streams_.setup(R_, n_eps);
       link_buffered_.clear();
       link_stalled_.clear();
@@ -505,8 +505,8 @@ class Engine {
     return static_cast<std::int32_t>(eps_.size() - 1);
   }
   // mpi: the records grow as ops are posted (to 12 MiB at P=256). Their fresh pages are faulted
-  // in kAhead records at a time by one call (prefault), not one fault per page; the table grows
-  // by doubling as a vector does, into memory faulted in before the records are copied there.
+  // in kAhead records at a time by one call (base::prefault), not one fault per page; the table
+  // grows by doubling as a vector does, into memory faulted in before the records are copied there.
   void fault_endpoints_ahead() {
     constexpr std::size_t kAhead = (std::size_t{64} << 10) / sizeof(Endpoint);
     const std::size_t n = eps_.size();
@@ -514,13 +514,13 @@ class Engine {
       std::vector<Endpoint> grown;
       grown.reserve(std::max(2 * n, kAhead));
       eps_faulted_ = std::min(grown.capacity(), n + kAhead);
-      schedules::prefault(grown.data(), eps_faulted_ * sizeof(Endpoint));
+      base::prefault(grown.data(), eps_faulted_ * sizeof(Endpoint));
       grown.assign(eps_.begin(), eps_.end());
       eps_.swap(grown);
       return;
     }
     eps_faulted_ = std::min(eps_.capacity(), n + kAhead);
-    schedules::prefault(eps_.data() + n, (eps_faulted_ - n) * sizeof(Endpoint));
+    base::prefault(eps_.data() + n, (eps_faulted_ - n) * sizeof(Endpoint));
   }
   // The rank has passed the WAIT `op`: its requests are complete (a later WAIT on one returns at
   // once) and nothing waits on their endpoints any more.

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "escape.hpp"
-#include "ppsim/viz/human_bytes.hpp"
+#include "ppsim/base/escape.hpp"
+#include "ppsim/base/human_bytes.hpp"
 #include "ppsim/viz/palette.hpp"
 #include "ppsim/viz/svg_timeline.hpp"
 
@@ -31,7 +31,10 @@ std::string chart_js_version() {
 
 namespace {
 
-using detail::xml_escape;
+// Character data and attributes alike: tab and newline as they are (base/escape.hpp).
+std::string xml_escape(std::string_view s) {
+  return base::xml_escape(s, false);
+}
 
 // JSON for a <script type="application/json"> element: '<' only occurs inside strings, and
 // escaped there it cannot close the element ("</script>") or open a comment.
@@ -77,12 +80,12 @@ std::string per_rank_cell(const record::RunMetrics& m, F&& value, bool bytes) {
   for (const auto& r : m.per_rank) {
     const double v = static_cast<double>(value(r));
     max = std::max(max, v);
-    parts.push_back(bytes ? human_bytes(static_cast<std::int64_t>(v))
+    parts.push_back(bytes ? base::human_bytes(static_cast<std::int64_t>(v))
                           : fmt::format("{}", static_cast<std::int64_t>(v)));
   }
   const std::string all = fmt::format("{}", fmt::join(parts, " | "));
   const std::string max_text =
-      bytes ? human_bytes(static_cast<std::int64_t>(max)) : fmt::format("{}", max);
+      bytes ? base::human_bytes(static_cast<std::int64_t>(max)) : fmt::format("{}", max);
   if (parts.size() <= 8)
     return fmt::format("<td class=\"num per-rank\" data-v=\"{}\" title=\"max {}\">{}</td>", max,
                        xml_escape(max_text), xml_escape(all));
@@ -113,7 +116,8 @@ std::string table_row(const record::RunRecord& run, std::size_t index) {
         m, [](const record::RankMetrics& r) { return r.peak_memory_bytes; }, true);
     row += per_rank_cell(
         m, [](const record::RankMetrics& r) { return r.peak_inflight; }, false);
-    row += number_cell(static_cast<double>(m.comm_bytes), xml_escape(human_bytes(m.comm_bytes)));
+    row +=
+        number_cell(static_cast<double>(m.comm_bytes), xml_escape(base::human_bytes(m.comm_bytes)));
   } else {
     for (int i = 0; i < 6; ++i) row += cell("-", "", "num");
   }

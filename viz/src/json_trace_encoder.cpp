@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "decimal.hpp"
-#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/base/huge_pages.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz::detail {
@@ -222,7 +222,7 @@ class JsonEncoder : public TraceEncoder {
   }
   void reserve_buffer(std::size_t size) {
     auto bigger = std::make_unique_for_overwrite<char[]>(size);
-    schedules::prefault(bigger.get(), size);  // one call, not a fault per page
+    base::prefault(bigger.get(), size);  // one call, not a fault per page
     const std::size_t used = buf_ ? static_cast<std::size_t>(p_ - buf_.get()) : 0;
     if (used) std::memcpy(bigger.get(), buf_.get(), used);
     buf_ = std::move(bigger);

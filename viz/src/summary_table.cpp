@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ppsim/viz/human_bytes.hpp"
+#include "ppsim/base/human_bytes.hpp"
 
 namespace ppsim::viz {
 
@@ -21,9 +21,10 @@ std::string summary_text(const record::RunRecord& a) {
                        r.bubble_fraction);
     out += fmt::format("  bubble_vs_ideal  {:.4f}   (makespan - max busy) / max busy\n",
                        r.bubble_vs_ideal);
-    out += fmt::format("  comm_bytes       {} ({})\n", r.comm_bytes, human_bytes(r.comm_bytes));
+    out +=
+        fmt::format("  comm_bytes       {} ({})\n", r.comm_bytes, base::human_bytes(r.comm_bytes));
     out += fmt::format("  peak_inflight    {}\n", r.peak_inflight);
-    out += fmt::format("  peak_memory      {}\n", human_bytes(r.peak_memory_bytes));
+    out += fmt::format("  peak_memory      {}\n", base::human_bytes(r.peak_memory_bytes));
   }
   out += fmt::format("  verdict          {}\n", a.verdict().text());
   if (a.metrics) {

@@ -12,14 +12,17 @@
 #include <string_view>
 #include <vector>
 
-#include "escape.hpp"
+#include "ppsim/base/escape.hpp"
 #include "ppsim/viz/palette.hpp"
 
 namespace ppsim::viz {
 
 namespace {
 
-using detail::xml_escape;
+// Character data and attributes alike: tab and newline as they are (base/escape.hpp).
+std::string xml_escape(std::string_view s) {
+  return base::xml_escape(s, false);
+}
 using schedules::OpKind;
 
 // Boxes narrower than this are merged with their narrow neighbours into one run per rank row, so a

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/base/huge_pages.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz::detail {
@@ -181,7 +181,7 @@ class BackgroundSink : public ByteSink {
     }
     // Allocated and faulted in outside the lock, by one call, not a fault per page.
     auto bytes = std::make_unique_for_overwrite<char[]>(capacity);
-    schedules::prefault(bytes.get(), capacity);
+    base::prefault(bytes.get(), capacity);
     return {std::move(bytes), 0, capacity};
   }
   void hand_over(Block&& block) {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "decimal.hpp"
-#include "ppsim/schedules/jobs.hpp"
+#include "ppsim/base/jobs.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz {
@@ -129,7 +129,7 @@ namespace {
 std::unique_ptr<detail::ByteSink> trace_sink(std::ostream& out, TraceFormat format) {
   auto sink =
       format == TraceFormat::json_gz ? detail::make_gzip_sink(out) : detail::make_stream_sink(out);
-  if (schedules::jobs_here() > 1) return detail::make_background_sink(std::move(sink));
+  if (base::jobs_here() > 1) return detail::make_background_sink(std::move(sink));
   return sink;
 }
 }  // namespace

@@ -6,10 +6,10 @@
 
 #include <filesystem>
 
+#include "ppsim/base/excerpt.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/torch_csv_source.hpp"
 #include "ppsim/schedules/error.hpp"
-#include "ppsim/schedules/excerpt.hpp"
 
 namespace ppsim::config {
 

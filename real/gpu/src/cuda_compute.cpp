@@ -28,12 +28,12 @@
 #include "driver_entry.hpp"
 #include "gpu_runtime.hpp"
 #include "host_signals.hpp"
+#include "ppsim/base/human_bytes.hpp"
 #include "ppsim/config/error.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/gpu/checks.hpp"
 #include "ppsim/real/mlp_model.hpp"
 #include "ppsim/schedules/semantics.hpp"
-#include "ppsim/viz/human_bytes.hpp"
 
 namespace ppsim::real::gpu {
 
@@ -313,8 +313,8 @@ class CudaCompute final : public Compute {
       const auto slack = static_cast<std::int64_t>(s.count_at_peak) * (2 << 20);
       const auto got = static_cast<std::int64_t>(high);
       equal = equal && got >= want && got <= want + slack;
-      peaks += fmt::format("{}{}: {} / {}", peaks.empty() ? "" : ", ", r, viz::human_bytes(got),
-                           viz::human_bytes(want));
+      peaks += fmt::format("{}{}: {} / {}", peaks.empty() ? "" : ", ", r, base::human_bytes(got),
+                           base::human_bytes(want));
     }
     out.push_back(fmt::format("device stashes   measured / predicted peak per rank: {}", peaks));
     out.push_back(fmt::format("stash peaks equal {} (within the pool's 2 MiB granularity)",

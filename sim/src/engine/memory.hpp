@@ -26,7 +26,8 @@ class Memory {
     M_ = static_cast<std::size_t>(microbatches);
     buffer_bytes_ = buffer_bytes;
     dense_ = dense;
-    if (dense_) assign_huge(inflight_, static_cast<std::size_t>(ranks) * M_, std::uint32_t{0});
+    if (dense_)
+      base::assign_huge(inflight_, static_cast<std::size_t>(ranks) * M_, std::uint32_t{0});
   }
   std::int64_t buffer_bytes() const { return buffer_bytes_; }
 

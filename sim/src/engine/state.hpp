@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/base/huge_pages.hpp"
 #include "ppsim/schedules/program.hpp"
 
 namespace ppsim::sim::engine {
@@ -16,7 +16,7 @@ namespace ppsim::sim::engine {
 constexpr std::int32_t kNoEndpoint = -1;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-using schedules::assign_huge;
+using base::assign_huge;
 
 // The record of a posted comm op. Under mpi semantics a record lives only while something still
 // needs it and its slot is then reused (Engine::try_free), so the engine's memory follows the

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "ppsim/schedules/excerpt.hpp"
+#include "ppsim/base/excerpt.hpp"
 
 namespace ppsim::config {
 
@@ -22,6 +22,6 @@ class ConfigError : public std::runtime_error {
   std::string source_, key_, message_;
 };
 
-using schedules::excerpt;  // input echoed in messages, cut and escaped
+using base::excerpt;  // input echoed in messages, cut and escaped
 
 }  // namespace ppsim::config

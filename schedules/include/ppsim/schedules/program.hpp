@@ -93,8 +93,8 @@ class Program {
   // `routes` (empty: linear) are checked against the inferred stage count.
   static Program parse(std::string_view text, Routes routes = {});
 
-  // Room for n ops on `rank`, faulted in (prefault) for the writes that follow: reserve what will
-  // be written. The first reserve of a list moves the program to an arena (use_arena, sized as
+  // Room for n ops on `rank`, faulted in (base::prefault) for the writes that follow: reserve what
+  // will be written. The first reserve of a list moves the program to an arena (use_arena, sized as
   // if every rank reserved n), so generators, which reserve each rank's count, pack large
   // programs' lists on huge pages.
   void reserve(int rank, std::size_t n);

@@ -9,7 +9,7 @@
 #include <streambuf>
 #include <string>
 
-namespace ppsim::cli {
+namespace ppsim::base {
 
 // An output that could not be written: what() is "PATH: what happened: strerror". Exit code 2.
 class OutputError : public std::runtime_error {
@@ -143,4 +143,4 @@ class StandardOutput {
   std::streambuf* old_;
 };
 
-}  // namespace ppsim::cli
+}  // namespace ppsim::base

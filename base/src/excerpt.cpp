@@ -1,8 +1,8 @@
-#include "ppsim/schedules/excerpt.hpp"
+#include "ppsim/base/excerpt.hpp"
 
 #include <fmt/format.h>
 
-namespace ppsim::schedules {
+namespace ppsim::base {
 
 std::string excerpt(std::string_view text, std::size_t max) {
   std::string out;
@@ -39,4 +39,4 @@ std::string excerpt(std::string_view text, std::size_t max) {
   return out;
 }
 
-}  // namespace ppsim::schedules
+}  // namespace ppsim::base

@@ -1,4 +1,4 @@
-#include "output_file.hpp"
+#include "ppsim/base/output_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,9 +14,9 @@
 #include <new>
 #include <vector>
 
-#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/base/huge_pages.hpp"
 
-namespace ppsim::cli {
+namespace ppsim::base {
 
 namespace {
 
@@ -210,7 +210,7 @@ void FdStreamBuf::fault_in(const char* upto) {
   const auto want = static_cast<std::size_t>(upto - buffer_.get());
   if (want <= done) return;
   const std::size_t end = std::min(staging_size_, std::max(want, done + (std::size_t{1} << 20)));
-  schedules::prefault(buffer_.get() + done, end - done);
+  prefault(buffer_.get() + done, end - done);
   faulted_end_ = buffer_.get() + end;
 }
 
@@ -445,4 +445,4 @@ std::string StandardOutput::check() {
   return "";
 }
 
-}  // namespace ppsim::cli
+}  // namespace ppsim::base

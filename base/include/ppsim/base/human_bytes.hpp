@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace ppsim::viz {
+namespace ppsim::base {
 
 inline std::string human_bytes(std::int64_t b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -18,4 +18,4 @@ inline std::string human_bytes(std::int64_t b) {
   return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
-}  // namespace ppsim::viz
+}  // namespace ppsim::base

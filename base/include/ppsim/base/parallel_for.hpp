@@ -12,12 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "ppsim/schedules/jobs.hpp"
+#include "ppsim/base/jobs.hpp"
 
-namespace ppsim::config {
-
-// Threads for a sweep: PPSIM_JOBS when set to a positive number, else the machine's cores.
-using schedules::default_jobs;
+namespace ppsim::base {
 
 template <typename Fn, typename OnClaim>
 void parallel_for(std::size_t n, unsigned threads, Fn&& f, OnClaim&& on_claim) {
@@ -29,7 +26,7 @@ void parallel_for(std::size_t n, unsigned threads, Fn&& f, OnClaim&& on_claim) {
   const std::size_t extra = std::min<std::size_t>(threads > 0 ? threads - 1 : 0, n > 0 ? n - 1 : 0);
   auto work = [&](bool caller) {
     // With other threads running, lowering and validation inside stay on this one.
-    std::optional<schedules::ParallelWorkScope> scope;
+    std::optional<ParallelWorkScope> scope;
     if (extra > 0) scope.emplace();
     for (;;) {
       const std::size_t i = next.fetch_add(1);
@@ -54,4 +51,4 @@ void parallel_for(std::size_t n, unsigned threads, Fn&& f, OnClaim&& on_claim) {
     if (e) std::rethrow_exception(e);
 }
 
-}  // namespace ppsim::config
+}  // namespace ppsim::base

@@ -1,14 +1,14 @@
-#include "ppsim/schedules/huge_pages.hpp"
+#include "ppsim/base/huge_pages.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 
-#include "ppsim/schedules/jobs.hpp"
-#include "ppsim/schedules/rank_blocks.hpp"
+#include "ppsim/base/blocks.hpp"
+#include "ppsim/base/jobs.hpp"
 
-namespace ppsim::schedules {
+namespace ppsim::base {
 
 namespace {
 // The base page size (4 KiB on x86-64; 16 or 64 KiB on some arm64 kernels, where a 4 KiB-aligned
@@ -61,4 +61,4 @@ void prefault(void* p, std::size_t bytes) {
 #endif
 }
 
-}  // namespace ppsim::schedules
+}  // namespace ppsim::base

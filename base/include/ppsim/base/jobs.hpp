@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
-namespace ppsim::schedules {
+namespace ppsim::base {
 
 inline unsigned default_jobs() {
   if (const char* env = std::getenv("PPSIM_JOBS")) {
@@ -36,4 +36,4 @@ inline unsigned jobs_here() {
   return in_parallel_work ? 1u : default_jobs();
 }
 
-}  // namespace ppsim::schedules
+}  // namespace ppsim::base

@@ -8,7 +8,7 @@
 
 #include <sys/mman.h>
 
-namespace ppsim::schedules {
+namespace ppsim::base {
 
 // A transparent huge page on x86-64: what the tables below are aligned and faulted in by.
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
@@ -29,7 +29,7 @@ void populate(void* p, std::size_t bytes);
 // thread), for memory about to be written in full: what is faulted in is resident from then on. In
 // a VM each page-fault exception costs ~12 us per 4 KiB page, and faulting the same pages in by one
 // call ~0.6 us each (ppsim_bench_first_touch): a P=64 run took 1,140 exceptions, 320 since
-// (docs/BENCHMARKS.md, round 12). The contents are unchanged. Advice only, as for populate().
+// . The contents are unchanged. Advice only, as for populate().
 void prefault(void* p, std::size_t bytes);
 
 // Room for n elements in vector `v`, the new room faulted in (prefault), for a vector about to be
@@ -69,4 +69,4 @@ std::vector<T> huge_vector(std::size_t n, const T& value) {
   return v;
 }
 
-}  // namespace ppsim::schedules
+}  // namespace ppsim::base
