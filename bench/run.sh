@@ -2,8 +2,9 @@
 # Runs the benchmarks and regenerates docs/BENCHMARKS.md from bench/BENCHMARKS.md.in: every
 # @@NAME@@ line of the template is replaced by the output of the command of that name below, so
 # the figures in the document are what the benchmarks printed, never typed by hand.
-# Usage: [BASE=OLD_BUILD_DIR [BASE_TRACE_FORMATS=json.gz]] [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] bench/run.sh [BUILD_DIR] [REPS]  (default build-rel, 3; a Release build with
-#        ppsim and the ppsim_bench_* programs built). Prints the tables too.
+# Usage: [E2E_ARGS="--skip TEXT ..."] [RENDER_ONLY=1] [ONLY="NAME..."] bench/run.sh [BUILD_DIR] [REPS]
+#        (default build-rel, 3; a Release build with ppsim and the ppsim_bench_* programs built).
+#        Prints the tables too. Two builds against each other: bench/ab.py.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build-rel}" && pwd)
@@ -28,28 +29,17 @@ P64="configs/1f1b.json --set schedule.ranks=64 --set schedule.microbatches=1024"
 P256="configs/interleaved-1f1b.json --set schedule.ranks=256 --set schedule.microbatches=4096"
 if [ "${RENDER_ONLY:-0}" != 1 ]; then
 run E2E python3 bench/e2e.py --build "$BUILD" --reps "$REPS" ${E2E_ARGS:-}
-# The same cases on a build of the code before this work (BASE=DIR), for the before/after table.
-if [ -n "${BASE:-}" ]; then
-  run E2EBASE python3 bench/e2e.py --build "$BASE" --reps "$REPS" --trace-formats ${BASE_TRACE_FORMATS:-json.gz} ${E2E_ARGS:-}
-elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" E2EBASE "* ]]; then
-  for name in E2EBASE; do
-    echo "(no BASE build given to bench/run.sh)" >"$TMP/$name"
-  done
-fi
 run SIM "$BUILD/bench/ppsim_bench_sim" --reps "$REPS"
 # Time per rank on wide pipelines (P = 50k..300k): flat when every pass is linear.
 run WIDE python3 bench/wide_pipelines.py --build "$BUILD" --reps "$REPS"
 # Phase by phase, on all cores and on one (lowering and validation use the cores).
 run PHASES64 "$BUILD/bench/ppsim_bench_phases" $P64 --reps $((REPS + 2))
 run PHASES256 "$BUILD/bench/ppsim_bench_phases" $P256 --reps "$REPS"
-run PHASESAB python3 bench/ab_phases.py "$BUILD" $P256 --rounds 3 --reps "$REPS"
-run PHASESAB64 python3 bench/ab_phases.py "$BUILD" $P64 --rounds 3 --reps $((REPS + 2))
 run LOOP256 "$BUILD/bench/ppsim_bench_event_loop" --ranks 256 --ops 65536 --reps "$REPS"
 run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$REPS"
 # The floor of a `--json` run: its parts before the engine, and a minimal loop for the engine.
 run FLOOR64 python3 bench/floor.py --build "$BUILD" --reps $((REPS + 2)) --target 0.025 $P64
 run FLOOR256 python3 bench/floor.py --build "$BUILD" --reps "$REPS" --target 1.5 $P256
-run COMPARE bench/compare_threads.sh "$BUILD/cli/ppsim"
 run FIRSTTOUCH "$BUILD/bench/ppsim_bench_first_touch"
 if [ -z "${ONLY:-}" ]; then
 {

@@ -16,10 +16,20 @@ build=${FUZZ_BUILD_DIR:-build-fuzz}
 artifacts=${FUZZ_ARTIFACTS:-$build/artifacts}
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/install-deps.sh)" >&2; exit 2; }
-# -O1 with line tables and assertions on: faster to build, still fast to run, asserts checked.
-cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DPPSIM_FUZZ=ON -DPPSIM_BUILD_TESTS=OFF -DPPSIM_BUILD_BENCH=OFF >/dev/null
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
+# A build already instrumented for fuzzing (FUZZ_BUILD_DIR=build-asan after scripts/test.sh
+# --sanitize) is used as it is: only the fuzz targets are linked.
+if ! grep -qs '^PPSIM_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
+  # -O1 with line tables and assertions on: faster to build, still fast to run, asserts checked.
+  cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" "${launcher[@]}" \
+    -DPPSIM_FUZZ=ON -DPPSIM_BUILD_TESTS=OFF -DPPSIM_BUILD_BENCH=OFF -DPPSIM_GPU=OFF \
+    -DPPSIM_MPI=OFF >/dev/null
+fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 
 work=$(mktemp -d)

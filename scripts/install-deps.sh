@@ -5,7 +5,8 @@
 #                                      (tests/browser_report.sh; large, so CI only by default)
 set -euo pipefail
 packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
-  clang libclang-rt-14-dev  # clang + its runtimes (libFuzzer, ASan): scripts/fuzz.sh
+  ccache                    # compiles of one file reused across builds and clones
+  clang libclang-rt-14-dev  # clang + its runtimes (libFuzzer, ASan): test.sh --sanitize, fuzz.sh
   python3                   # scripts/validate.sh writes docs/VALIDATION.md; tests/cli_real.sh
   libjs-chart.js            # Chart.js, embedded into `ppsim report` pages at build time
   zlib1g-dev                # gzip-compressed traces (.json.gz), and the tests that read them

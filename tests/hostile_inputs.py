@@ -2,7 +2,7 @@
 """Hostile-input harness (issue 6): generates a few hundred hostile inputs of at most 1 MB into a
 temporary directory and runs `ppsim check`, `ppsim run --json` and `ppsim run --trace` (a `.json`
 and a `.pftrace` file) on each, under `timeout` and `/usr/bin/time -f '%e %M'`. Run through
-bench/hostile_inputs.sh.
+tests/hostile_inputs.sh.
 
     hostile_inputs.py PPSIM [--jobs N] [--timeout S] [--only SUBSTRING] [--keep DIR]
 

@@ -9,12 +9,14 @@ namespace ppsim::real::detail {
 namespace {
 
 // Both ends are the same build on the same kind of machine (one binary under one launcher), so
-// plain records travel as their bytes; strings and vectors as a count, then their elements.
+// numbers and enums travel as their bytes; records field by field (their padding would carry
+// whatever the stack held, and two packs of one report would differ); strings and vectors as a
+// count, then their elements.
 class Writer {
  public:
   template <typename T>
   void operator()(const T& value) {
-    if constexpr (std::is_trivially_copyable_v<T>) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
       out_.append(reinterpret_cast<const char*>(&value), sizeof value);
     } else {
       fields(*this, value);
@@ -40,7 +42,7 @@ class Reader {
   explicit Reader(std::string_view in) : in_(in) {}
   template <typename T>
   void operator()(T& value) {
-    if constexpr (std::is_trivially_copyable_v<T>) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
       need(sizeof value);
       std::memcpy(&value, in_.data() + at_, sizeof value);
       at_ += sizeof value;
@@ -87,6 +89,26 @@ template <typename Io, typename E>
 requires std::is_same_v<std::remove_const_t<E>, record::WaitEdge>
 void fields(Io& io, E& e) {
   io(e.rank), io(e.position), io(e.op), io(e.peer), io(e.waiting_for);
+}
+template <typename Io, typename T>
+requires std::is_same_v<std::remove_const_t<T>, record::RankTimeline>
+void fields(Io& io, T& t) {
+  io(t.start), io(t.end), io(t.finished), io(t.stuck_pos), io(t.static_bytes);
+}
+template <typename Io, typename S>
+requires std::is_same_v<std::remove_const_t<S>, record::Span>
+void fields(Io& io, S& s) {
+  io(s.rank), io(s.pos), io(s.kind), io(s.start), io(s.end);
+}
+template <typename Io, typename X>
+requires std::is_same_v<std::remove_const_t<X>, record::TransferEvent>
+void fields(Io& io, X& x) {
+  io(x.src_rank), io(x.src_pos), io(x.dst_rank), io(x.dst_pos), io(x.start), io(x.end), io(x.bytes);
+}
+template <typename Io, typename C>
+requires std::is_same_v<std::remove_const_t<C>, record::CounterSample>
+void fields(Io& io, C& c) {
+  io(c.rank), io(c.time), io(c.memory_bytes), io(c.inflight);
 }
 template <typename Io, typename R>
 requires std::is_same_v<std::remove_const_t<R>, ProcessReport>
