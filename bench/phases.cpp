@@ -71,7 +71,7 @@ Times run_once(const std::string& path, const std::vector<std::string>& override
   t.ops = prepared.program->total_ops();
   t.ranks = prepared.program->ranks();
   const auto diagnostics =
-      schedules::validate(*prepared.program, config::validate_options(prepared.model.network));
+      schedules::validate(*prepared.program, model::validate_options(prepared.model.network));
   lap();
   if (schedules::has_fatal(diagnostics)) {
     std::fprintf(stderr, "ppsim_bench_phases: %s: the program is invalid\n", path.c_str());

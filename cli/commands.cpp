@@ -486,8 +486,8 @@ int cmd_list() {
       std::cout << fmt::format("  {:<18}   {:<22} {}\n", "", "comm." + p.name, p.description);
   }
   std::cout << fmt::format("matching (comm.matching): {}, {}\n",
-                           config::to_string(config::Matching::tag),
-                           config::to_string(config::Matching::fifo));
+                           config::to_string(model::Matching::tag),
+                           config::to_string(model::Matching::fifo));
   return kOk;
 }
 

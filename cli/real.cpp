@@ -220,7 +220,7 @@ struct PeakCheck {
 };
 
 PeakCheck peak_check(const real::Comparison& c, const real::Settings& s,
-                     const record::RunRecord& predicted, const config::Model& model) {
+                     const record::RunRecord& predicted, const model::Model& model) {
   PeakCheck p;
   for (const auto& r : c.ranks) {
     p.inflight_equal = p.inflight_equal && r.predicted_inflight == r.measured_inflight;
@@ -247,10 +247,10 @@ std::string peak_differences(const real::Comparison& c, bool memory) {
 
 // The calibrated costs and network as a config fragment (`costs.per_stage`, `comm`): what a
 // config would say to predict this machine without measuring again.
-nlohmann::json calibration_json(const config::Model& m) {
+nlohmann::json calibration_json(const model::Model& m) {
   nlohmann::json stages = nlohmann::json::object();
   for (std::size_t i = 0; i < m.costs.stages.size(); ++i) {
-    const config::StageCost& c = m.costs.stages[i];
+    const model::StageCost& c = m.costs.stages[i];
     nlohmann::json s = {{"forward", c.forward}};
     // The split where it adds up to B (I and W measured, or the model's own), else B alone.
     if (c.split && std::abs(c.backward_input + c.backward_weight - c.backward) <=
@@ -492,7 +492,7 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
     const bool interrupted = run.outcome == real::Outcome::interrupted;
 
     std::optional<double> uncalibrated;
-    std::optional<config::Model> calibrated;
+    std::optional<model::Model> calibrated;
     if (o.calibrate && run.record.trace && run.outcome == real::Outcome::finished) {
       config::Prepared again = prepared;
       again.model = real::calibrated(prepared.model, run.record);

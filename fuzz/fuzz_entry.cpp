@@ -152,7 +152,7 @@ bool negative_bytes(const json& j) {
 
 // The engine on a program validation has not passed (simulate() is a library call, and running it
 // beside validation needs it, docs/ARCHITECTURE.md): it may refuse one, never crash or hang on it.
-void simulate_unvalidated(const schedules::Program& program, const config::Model& model) {
+void simulate_unvalidated(const schedules::Program& program, const model::Model& model) {
   try {
     (void)sim::simulate(program, model);
   } catch (const sim::SimulationError&) {
@@ -194,12 +194,12 @@ Outcome oplist_entry(std::string_view bytes) {
   const std::size_t cells =
       static_cast<std::size_t>(p.stages()) * static_cast<std::size_t>(p.microbatches());
   if (p.ranks() <= kMaxDimension && cells <= static_cast<std::size_t>(kMaxProduct)) {
-    config::Model model{config::CostModel::uniform(p.stages(), {}), {}, {}};
+    model::Model model{model::CostModel::uniform(p.stages(), {}), {}, {}};
     model.network.bandwidth = 4;
     model.network.boundary_bytes = 8;
     model.memory.activation_bytes = 16;
-    for (auto semantics : {config::P2pSemantics::mpi, config::P2pSemantics::nccl})
-      for (auto matching : {config::Matching::tag, config::Matching::fifo}) {
+    for (auto semantics : {model::P2pSemantics::mpi, model::P2pSemantics::nccl})
+      for (auto matching : {model::Matching::tag, model::Matching::fifo}) {
         model.network.semantics = semantics;
         model.network.matching = matching;
         simulate_unvalidated(p, model);

@@ -136,7 +136,7 @@ inline RandomCase random_case(std::mt19937& rng, bool groups = false) {
     o.network.bandwidth = pick(0, 1) ? real(10, 1000) : 0.0;
     o.network.boundary_bytes = pick(0, 1000);
     o.network.eager_limit = pick(0, 1) ? pick(0, 1000) : 0;
-    o.network.matching = pick(0, 1) ? config::Matching::tag : config::Matching::fifo;
+    o.network.matching = pick(0, 1) ? model::Matching::tag : model::Matching::fifo;
     o.memory.activation_bytes = pick(0, 5000);
     o.memory.weight_stash_bytes = pick(0, static_cast<int>(o.memory.activation_bytes));
     o.memory.static_bytes = pick(0, 100);
@@ -151,12 +151,12 @@ inline RandomCase random_nccl_case(std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const bool groups = pick(0, 1) == 1;
   RandomCase c = random_case(rng, groups);
-  config::NetworkOptions& n = c.options.network;
-  n.semantics = config::P2pSemantics::nccl;
-  n.matching = config::Matching::fifo;
+  model::NetworkOptions& n = c.options.network;
+  n.semantics = model::P2pSemantics::nccl;
+  n.matching = model::Matching::fifo;
   n.eager_limit = 0;
   n.nccl_buffer_bytes = pick(0, 1) ? 0 : pick(0, 3000);
-  n.nccl_streams = pick(0, 1) ? config::NcclStreams::peer : config::NcclStreams::communicator;
+  n.nccl_streams = pick(0, 1) ? model::NcclStreams::peer : model::NcclStreams::communicator;
   n.nccl_max_group_ops = pick(0, 3);
   return c;
 }

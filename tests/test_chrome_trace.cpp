@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "helpers.hpp"
+#include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/executor.hpp"
 #include "ppsim/record/observer.hpp"
@@ -77,7 +78,7 @@ std::size_t compute_ops(const schedules::Program& program) {
   return n;
 }
 
-double op_cost(const config::StageCost& c, schedules::OpKind kind) {
+double op_cost(const model::StageCost& c, schedules::OpKind kind) {
   switch (kind) {
     case schedules::OpKind::F:
       return c.forward;

@@ -232,12 +232,12 @@ TEST_CASE(
   add(1, 6, SpanKind::compute, 100);
   measured.trace = t;
 
-  config::Model model;
-  model.costs = config::CostModel::uniform(2, {10, 11, 12, 23, true});
+  model::Model model;
+  model.costs = model::CostModel::uniform(2, {10, 11, 12, 23, true});
   model.network.latency = 0.25;
   model.network.bandwidth = 4;
   model.network.boundary_bytes = 2;
-  const config::Model c = real::calibrated(model, measured);
+  const model::Model c = real::calibrated(model, measured);
   const auto& s0 = c.costs.stages[0];
   CHECK(s0.forward == Approx(2.5));
   CHECK(s0.backward == Approx(6));
@@ -269,8 +269,8 @@ TEST_CASE(
 }
 
 TEST_CASE("calibrated without a trace keeps the model", "[comparison]") {
-  config::Model model;
-  model.costs = config::CostModel::uniform(1, {3, 1, 1, 2, true});
+  model::Model model;
+  model.costs = model::CostModel::uniform(1, {3, 1, 1, 2, true});
   record::RunRecord measured;
   CHECK(real::calibrated(model, measured).costs.stages[0].forward == 3);
 }
@@ -293,7 +293,7 @@ TEST_CASE(
     a.program = std::move(p);
     return a;
   };
-  config::Model model;
+  model::Model model;
   model.network.boundary_bytes = 100;
   CHECK(real::memory_follows_program_order(record_of(program(false, false)), model));
   CHECK(real::memory_follows_program_order(record_of(program(false, true)), model));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "error_of.hpp"
+#include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/record/run_record.hpp"
 #include "ppsim/schedules/generator.hpp"
@@ -473,7 +474,7 @@ TEST_CASE("defaults as documented: async, tag matching, prefetch 1, ms, one chun
   CHECK(group->default_value == 0);
   CHECK(c.lowering.style == "async");
   CHECK(c.lowering.params.get("prefetch") == 1);
-  CHECK(c.network.matching == config::Matching::tag);
+  CHECK(c.network.matching == model::Matching::tag);
   CHECK(c.network.latency == 0.0);
   CHECK(c.network.bandwidth == 0.0);
   CHECK(c.network.boundary_bytes == 0);
@@ -533,7 +534,7 @@ TEST_CASE("build resolves per-stage cost overrides over the global costs", "[con
   CHECK(run.model.network.latency == 0.25);
   CHECK(run.model.network.bandwidth == 1e9);
   CHECK(run.model.network.boundary_bytes == 1024);
-  CHECK(run.model.network.matching == config::Matching::fifo);
+  CHECK(run.model.network.matching == model::Matching::fifo);
   CHECK(run.model.memory.activation_bytes == 4096);
   CHECK(run.model.memory.weight_stash_bytes == 1024);
   CHECK(run.model.memory.static_bytes == 8);

@@ -157,7 +157,7 @@ TEST_CASE("fifo matching reports a message-order mismatch that tag matching tole
   REQUIRE(schedules::validate(prog).size() == 0);
   auto o = test::uniform(2, 1, 2);
   CHECK_FALSE(has_error(sim::simulate(prog, o), "message_order_mismatch"));
-  o.network.matching = config::Matching::fifo;
+  o.network.matching = model::Matching::fifo;
   const auto r = sim::simulate(prog, o);
   REQUIRE(has_error(r, "message_order_mismatch"));
   CHECK(r.errors[0].rank == 1);
@@ -172,7 +172,7 @@ TEST_CASE("Under fifo, blocking sends in the wrong order deadlock instead", "[de
   auto o = test::uniform(2, 1, 2);
   CHECK(sim::simulate(prog, o)
             .deadlock);  // tag: rank 0 waits for RECV_F1 that rank 1 posts after RECV_F0
-  o.network.matching = config::Matching::fifo;
+  o.network.matching = model::Matching::fifo;
   const auto r = sim::simulate(prog, o);
   CHECK_FALSE(r.deadlock);  // NCCL pairs them by order and silently swaps the tensors
   CHECK(has_error(r, "message_order_mismatch"));
@@ -251,7 +251,7 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
         }
         o.network.latency = coin(rng) ? cost(rng) : 0.0;
         o.network.bandwidth = coin(rng) ? 1000.0 / cost(rng) : 0.0;
-        o.network.matching = coin(rng) ? config::Matching::tag : config::Matching::fifo;
+        o.network.matching = coin(rng) ? model::Matching::tag : model::Matching::fifo;
         const auto r = sim::simulate(prog, o);
         INFO(c.kind << " " << c.style << " P=" << c.P << " M=" << c.M
                     << " eager_limit=" << eager_limit << " trial " << trial);

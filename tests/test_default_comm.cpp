@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "paths.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/error.hpp"
 #include "ppsim/config/sweep.hpp"

@@ -9,6 +9,7 @@
 
 #include "error_of.hpp"
 #include "helpers.hpp"
+#include "paths.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "v_cycle.hpp"
 

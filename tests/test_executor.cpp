@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "helpers.hpp"
+#include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/buffer.hpp"
 #include "ppsim/real/comparison.hpp"
@@ -106,7 +107,7 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
   REQUIRE(m.trace);
   // A send that completes before its receive is posted: eager (mpi) or buffered (nccl).
   const auto& net = model.network;
-  check_transfers(*m.trace, net.semantics == config::P2pSemantics::nccl
+  check_transfers(*m.trace, net.semantics == model::P2pSemantics::nccl
                                 ? net.nccl_buffer_bytes > 0
                                 : net.eager_limit > 0 && net.boundary_bytes <= net.eager_limit);
   const auto& pr = predicted.metrics->per_rank;
@@ -216,7 +217,7 @@ TEST_CASE(
       "0F0,0F1,0SEND_F1#0,0SEND_F0#1,WAIT(0;1),0RECV_B0,0B0,0RECV_B1,0B1\n"
       "1RECV_F0#0,1RECV_F1#1,WAIT(0;1),1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
   auto o = test::uniform(2, 1, 2);
-  o.network.matching = config::Matching::fifo;
+  o.network.matching = model::Matching::fifo;
   const config::Prepared prep = prepared_of(p, o);
   const record::RunRecord predicted = sim::analyze(prep);
   const real::Execution measured = real::execute(prep, {untimed()});
@@ -225,7 +226,7 @@ TEST_CASE(
   CHECK(hazards(predicted) == expected);
   CHECK(hazards(measured.record) == expected);
   // Under tag matching each receive gets its own tensor.
-  o.network.matching = config::Matching::tag;
+  o.network.matching = model::Matching::tag;
   CHECK(real::execute(prepared_of(p, o), {untimed()}).record.diagnostics.empty());
 }
 

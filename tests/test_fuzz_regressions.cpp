@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fuzz_entry.hpp"
+#include "paths.hpp"
 
 namespace {
 

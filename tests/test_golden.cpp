@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "paths.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/json_report.hpp"
 

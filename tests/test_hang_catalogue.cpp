@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "paths.hpp"
 #include "ppsim/sim/analysis.hpp"
 
 using namespace ppsim;

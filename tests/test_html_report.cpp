@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 
+#include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/html_report.hpp"

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "error_of.hpp"
+#include "paths.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/sweep.hpp"

@@ -209,7 +209,7 @@ TEST_CASE(
                       << " parity=" << parity);
             auto o = test::uniform(P * V, 1.0, 2.0);
             o.network.matching =
-                config::Matching::fifo;  // NCCL's: the k-th send meets the k-th receive
+                model::Matching::fifo;  // NCCL's: the k-th send meets the k-th receive
             const auto r = test::run(p, o);
             REQUIRE_FALSE(r.deadlock);
             REQUIRE(r.errors.empty());
@@ -229,7 +229,7 @@ TEST_CASE(
     "under fifo matching, parity_batches does not",
     "[megatron][nccl]") {
   auto o = test::uniform(4, 1.0, 2.0);
-  o.network.matching = config::Matching::fifo;
+  o.network.matching = model::Matching::fifo;
   const auto r = test::run(interleaved(2, 4, 2, 2), o);
   REQUIRE_FALSE(r.deadlock);
   std::vector<std::string> got;
@@ -249,7 +249,7 @@ TEST_CASE(
       named = e.message.find("receives the message of 2SEND_B0#7 on rank 0") != std::string::npos;
   CHECK(named);
   // Under tag matching the same program is clean: only the pairing was wrong.
-  o.network.matching = config::Matching::tag;
+  o.network.matching = model::Matching::tag;
   CHECK(test::run(interleaved(2, 4, 2, 2), o).errors.empty());
 }
 
@@ -264,7 +264,7 @@ TEST_CASE(
       for (int g : valid_groups(2, M)) {
         INFO("V=" << V << " M=" << M << " group=" << g);
         auto o = test::uniform(2 * V, f, b);
-        o.network.matching = config::Matching::fifo;
+        o.network.matching = model::Matching::fifo;
         const auto fixed = test::run(interleaved(2, M, V, g), o);
         REQUIRE_FALSE(fixed.deadlock);
         for (const auto& e : fixed.errors) {
@@ -441,7 +441,7 @@ TEST_CASE(
         o.network.bandwidth = real(10, 1000);
         o.network.boundary_bytes = 500;
         o.network.eager_limit = trial % 2 ? 1000 : 0;
-        o.network.matching = trial < 2 ? config::Matching::fifo : config::Matching::tag;
+        o.network.matching = trial < 2 ? model::Matching::fifo : model::Matching::tag;
         INFO("P=" << s.P << " M=" << s.M << " V=" << s.V << " overlap=" << overlap
                   << " trial=" << trial);
         const auto r = test::run(p, o);

@@ -8,6 +8,7 @@
 
 #include "error_of.hpp"
 #include "helpers.hpp"
+#include "paths.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/real/backend_error.hpp"
@@ -32,7 +33,7 @@ config::Config with_model(json section) {
   return config::parse_config(j, kSource);
 }
 
-real::MlpModel model(int h, int f, int s, int b, int layers = 1) {
+real::MlpModel mlp(int h, int f, int s, int b, int layers = 1) {
   real::MlpModel m;
   m.hidden = h;
   m.ffn_hidden = f;
@@ -103,7 +104,7 @@ TEST_CASE("model section: each bad value names the file and the key", "[mlp-mode
 
 TEST_CASE("GEMMs: shapes of the MLP block, chained, with weight gradients shaped as weights",
           "[mlp-model]") {
-  const auto m = model(1024, 4096, 512, 2);  // t = 1024 tokens
+  const auto m = mlp(1024, 4096, 512, 2);  // t = 1024 tokens
   const std::int64_t t = 1024, h = 1024, f = 4096;
   const auto fw = real::gemms_of(OpKind::F, m);
   REQUIRE(fw.size() == 2);
@@ -134,7 +135,7 @@ TEST_CASE("GEMMs: shapes of the MLP block, chained, with weight gradients shaped
 
 TEST_CASE("FLOPs: 4 t h f per layer for F, I and W alike, B = I + W", "[mlp-model]") {
   for (const auto& m :
-       {model(1024, 4096, 512, 2, 1), model(768, 3072, 128, 1, 3), model(100, 37, 7, 3, 2)}) {
+       {mlp(1024, 4096, 512, 2, 1), mlp(768, 3072, 128, 1, 3), mlp(100, 37, 7, 3, 2)}) {
     const double per = 4.0 * static_cast<double>(m.tokens()) * m.hidden * m.ffn_hidden * m.layers;
     CHECK(real::flops_of(OpKind::F, m) == per);
     CHECK(real::flops_of(OpKind::I, m) == per);
@@ -142,13 +143,13 @@ TEST_CASE("FLOPs: 4 t h f per layer for F, I and W alike, B = I + W", "[mlp-mode
     CHECK(real::flops_of(OpKind::B, m) == 2 * per);
   }
   // h = 4096, f = 16384, 4096 tokens: 1.1 TFLOP per op (16 t h^2).
-  CHECK(real::flops_of(OpKind::F, model(4096, 16384, 4096, 1)) ==
+  CHECK(real::flops_of(OpKind::F, mlp(4096, 16384, 4096, 1)) ==
         Approx(16.0 * 4096 * 4096.0 * 4096));
 }
 
 TEST_CASE("stash peaks: closed forms for GPipe and 1F1B, I keeps the weight part until W",
           "[mlp-model]") {
-  config::MemoryOptions mem;
+  model::MemoryOptions mem;
   mem.activation_bytes = 1000;
   mem.weight_stash_bytes = 300;
   const int P = 4, M = 8;

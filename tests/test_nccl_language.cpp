@@ -94,21 +94,21 @@ TEST_CASE("comm.semantics and the keys of each model", "[nccl][config]") {
   const std::string head =
       R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}, "comm": )";
   const config::Config mpi = config_of(head + "{}}");
-  CHECK(mpi.network.semantics == config::P2pSemantics::mpi);
-  CHECK(mpi.network.matching == config::Matching::tag);
+  CHECK(mpi.network.semantics == model::P2pSemantics::mpi);
+  CHECK(mpi.network.matching == model::Matching::tag);
   CHECK_FALSE(mpi.lowering.groups);
 
   const config::Config nccl =
       config_of(head + R"({"semantics": "nccl", "nccl_buffer_bytes": 65536, "nccl_streams": "peer",
                  "nccl_max_group_ops": 3}})");
-  CHECK(nccl.network.semantics == config::P2pSemantics::nccl);
-  CHECK(nccl.network.matching == config::Matching::fifo);
+  CHECK(nccl.network.semantics == model::P2pSemantics::nccl);
+  CHECK(nccl.network.matching == model::Matching::fifo);
   CHECK(nccl.network.nccl_buffer_bytes == 65536);
-  CHECK(nccl.network.nccl_streams == config::NcclStreams::peer);
+  CHECK(nccl.network.nccl_streams == model::NcclStreams::peer);
   CHECK(nccl.network.nccl_max_group_ops == 3);
   CHECK(nccl.lowering.groups);
   CHECK(config_of(head + R"({"semantics": "nccl", "matching": "fifo"}})").network.matching ==
-        config::Matching::fifo);
+        model::Matching::fifo);
 
   auto fails = [&](const std::string& comm) {
     return test::error_of([&] { config_of(head + comm + "}"); });

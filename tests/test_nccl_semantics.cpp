@@ -18,23 +18,23 @@ sim::SimOptions nccl(int stages, std::int64_t buffer = 0, bool per_peer = false,
                      int max_group_ops = 0) {
   auto o = test::uniform(stages, 1, 1);
   o.network.boundary_bytes = kMiB4;
-  o.network.semantics = config::P2pSemantics::nccl;
-  o.network.matching = config::Matching::fifo;
+  o.network.semantics = model::P2pSemantics::nccl;
+  o.network.matching = model::Matching::fifo;
   o.network.nccl_buffer_bytes = buffer;
-  o.network.nccl_streams = per_peer ? config::NcclStreams::peer : config::NcclStreams::communicator;
+  o.network.nccl_streams = per_peer ? model::NcclStreams::peer : model::NcclStreams::communicator;
   o.network.nccl_max_group_ops = max_group_ops;
   return o;
 }
 sim::SimOptions mpi(int stages) {
   auto o = test::uniform(stages, 1, 1);
   o.network.boundary_bytes = kMiB4;
-  o.network.matching = config::Matching::fifo;
+  o.network.matching = model::Matching::fifo;
   return o;
 }
 
 // "ok", or the deadlock in the words of `ppsim check`.
 std::string verdict(const Program& p, const sim::SimOptions& o) {
-  const auto diagnostics = schedules::validate(p, config::validate_options(o.network));
+  const auto diagnostics = schedules::validate(p, model::validate_options(o.network));
   REQUIRE_FALSE(schedules::has_fatal(diagnostics));
   const auto r = sim::simulate(p, o);
   CHECK(r.errors.empty());
@@ -158,14 +158,14 @@ TEST_CASE(
   int nccl_hangs_only = 0, both_run = 0, both_hang = 0;
   for (int i = 0; i < 400; ++i) {
     auto [p, o, name] = test::random_case(rng, /*groups=*/pick(0, 1) == 1);
-    o.network.matching = config::Matching::fifo;
+    o.network.matching = model::Matching::fifo;
     const std::int64_t threshold = pick(0, 2) == 0 ? 0 : pick(0, 2000);
     sim::SimOptions n = o, m = o;
-    n.network.semantics = config::P2pSemantics::nccl;
+    n.network.semantics = model::P2pSemantics::nccl;
     n.network.eager_limit = 0;
     n.network.nccl_buffer_bytes = threshold;
     n.network.nccl_streams =
-        pick(0, 1) ? config::NcclStreams::peer : config::NcclStreams::communicator;
+        pick(0, 1) ? model::NcclStreams::peer : model::NcclStreams::communicator;
     n.network.nccl_max_group_ops = pick(0, 3);
     m.network.eager_limit = threshold;
     INFO("program " << i << " (" << name << ", threshold " << threshold << ")\n" << p.to_text());

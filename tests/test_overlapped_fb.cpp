@@ -4,9 +4,9 @@
 
 #include "error_of.hpp"
 #include "ppsim/config/config.hpp"
-#include "ppsim/config/op_duration.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/sweep.hpp"
+#include "ppsim/model/op_duration.hpp"
 #include "ppsim/sim/analysis.hpp"
 
 using namespace ppsim;
@@ -82,7 +82,7 @@ TEST_CASE("overlapped_fb: the executor and the simulator read the same duration"
   for (const auto& op : p.ops(0)) {
     if (op.kind != schedules::OpKind::OVERLAP_F_B) continue;
     ++pairs;
-    CHECK(*config::op_duration(prepared.model.costs, p, 0, op) == Approx(0.8 * 3));
+    CHECK(*model::op_duration(prepared.model.costs, p, 0, op) == Approx(0.8 * 3));
   }
   CHECK(pairs == 2);
 }

@@ -2,8 +2,10 @@
 // estimated from its parameters before anything is built, and a config above the limit is a
 // ConfigError naming the key that makes it big.
 #include <catch2/catch.hpp>
+
 #include <optional>
 #include <string>
+#include "ppsim/base/human_bytes.hpp"
 
 #include "error_of.hpp"
 #include "ppsim/config/prepare.hpp"
@@ -152,8 +154,8 @@ TEST_CASE("max-memory values: bytes with binary suffixes", "[resources]") {
   CHECK_THROWS_AS(config::parse_bytes("12X"), std::invalid_argument);
   CHECK_THROWS_AS(config::parse_bytes("-1G"), std::invalid_argument);
   CHECK_THROWS_AS(config::parse_bytes("1e30"), std::invalid_argument);
-  CHECK(config::format_bytes(11.7 * (1ull << 30)) == "11.7 GiB");
-  CHECK(config::format_bytes(100) == "100 B");
+  CHECK(base::human_bytes(11.7 * (1ull << 30), 1) == "11.7 GiB");
+  CHECK(base::human_bytes(100, 1) == "100 B");
 }
 
 TEST_CASE("the op estimate bounds every registered schedule under every comm style",

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "helpers.hpp"
+#include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/section.hpp"
 #include "ppsim/record/metrics.hpp"
@@ -212,7 +213,7 @@ TEST_CASE(
       "2RECV_B1#5,WAIT(0;3;4;5),2B1\n",
       schedules::Routes(4, {{0, 1}, {2, 3}}, {0, 1, 0}));
   REQUIRE(schedules::validate(p).empty());
-  for (const auto matching : {config::Matching::tag, config::Matching::fifo}) {
+  for (const auto matching : {model::Matching::tag, model::Matching::fifo}) {
     auto o = test::uniform(4, 1, 2);
     o.costs.stages[2].forward = 5;
     o.network.latency = 1.0;

@@ -224,8 +224,8 @@ TEST_CASE(
 TEST_CASE("Under nccl semantics the engine keeps every comm op's record (its streams name them)",
           "[scale][memory][nccl]") {
   auto o = test::uniform(4, 1, 2);
-  o.network.semantics = config::P2pSemantics::nccl;
-  o.network.matching = config::Matching::fifo;
+  o.network.semantics = model::P2pSemantics::nccl;
+  o.network.matching = model::Matching::fifo;
   const auto prog = test::lowered("1f1b", 4, 32, 1, "async");
   const auto r = sim::simulate(prog, o);  // (one stream per rank: it hangs, which changes nothing)
   std::size_t comm = 0;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "paths.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/sim/analysis.hpp"

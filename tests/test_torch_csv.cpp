@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "helpers.hpp"
+#include "paths.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/torch_csv_source.hpp"

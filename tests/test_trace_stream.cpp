@@ -17,6 +17,7 @@
 
 #include "gunzip.hpp"
 #include "helpers.hpp"
+#include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/record/observer.hpp"
 #include "ppsim/sim/analysis.hpp"

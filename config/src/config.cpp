@@ -662,17 +662,6 @@ Config parse_config(const json& j, const std::string& source,
   return c;
 }
 
-std::string_view to_string(P2pSemantics s) {
-  return s == P2pSemantics::mpi ? "mpi" : "nccl";
-}
-std::string_view to_string(NcclStreams s) {
-  return s == NcclStreams::communicator ? "communicator" : "peer";
-}
-
-std::string_view to_string(Matching m) {
-  return m == Matching::tag ? "tag" : "fifo";
-}
-
 SectionRegistry& SectionRegistry::instance() {
   static SectionRegistry registry;
   return registry;

@@ -1,5 +1,7 @@
 #include "ppsim/config/resources.hpp"
 
+#include "ppsim/base/human_bytes.hpp"
+
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -169,9 +171,9 @@ void check_resources(const Config& c, const ResourceLimits& limits) {
         c.source, e.key,
         fmt::format("too large for memory: the {} needs about {} ({} at ~{:.0f} B/op, {:.0f} "
                     "ranks at ~{:.0f} B), above --max-memory {}; {} or raise --max-memory",
-                    to_string(limits.workload), format_bytes(need), e.formula,
-                    bytes_per_op(limits.workload), e.ranks, kBytesPerRank, format_bytes(limit),
-                    fix));
+                    to_string(limits.workload), base::human_bytes(need, 1), e.formula,
+                    bytes_per_op(limits.workload), e.ranks, kBytesPerRank,
+                    base::human_bytes(limit, 1), fix));
 }
 
 unsigned jobs_within_memory(const std::vector<Config>& configs, const ResourceLimits& limits,
@@ -421,16 +423,6 @@ std::uint64_t parse_bytes(std::string_view text) {
   if (!std::isfinite(bytes) || bytes < 0 || bytes >= 1.8e19)
     throw std::invalid_argument(fmt::format("expected bytes >= 0 (0 = no limit), got '{}'", s));
   return static_cast<std::uint64_t>(bytes);
-}
-
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 6) {
-    bytes /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
 }  // namespace ppsim::config

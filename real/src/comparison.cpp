@@ -150,12 +150,12 @@ Comparison compare(const record::RunRecord& predicted, const record::RunRecord& 
   return c;
 }
 
-bool memory_follows_program_order(const record::RunRecord& predicted, const config::Model& model) {
+bool memory_follows_program_order(const record::RunRecord& predicted, const model::Model& model) {
   if (!predicted.diagnostics.empty() || !predicted.program) return false;
   const auto& p = *predicted.program;
   const auto& net = model.network;
   // (NCCL has no eager sends: comm.eager_limit means nothing under nccl.)
-  const bool eager = net.semantics == config::P2pSemantics::mpi && net.eager_limit > 0 &&
+  const bool eager = net.semantics == model::P2pSemantics::mpi && net.eager_limit > 0 &&
                      net.boundary_bytes <= net.eager_limit;
   if (eager) return true;
   for (int r = 0; r < p.ranks(); ++r)
@@ -166,8 +166,8 @@ bool memory_follows_program_order(const record::RunRecord& predicted, const conf
   return true;
 }
 
-config::Model calibrated(const config::Model& model, const record::RunRecord& measured) {
-  config::Model out = model;
+model::Model calibrated(const model::Model& model, const record::RunRecord& measured) {
+  model::Model out = model;
   if (!measured.trace || !measured.program) return out;
   const auto& program = *measured.program;
   const std::size_t stages = out.costs.stages.size();

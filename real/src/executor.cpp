@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "ppsim/config/error.hpp"
-#include "ppsim/config/op_duration.hpp"
+#include "ppsim/model/op_duration.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/transport.hpp"
 #include "ppsim/record/metrics.hpp"
@@ -37,7 +37,7 @@ constexpr double kRealBudget = 256.0 * 1024 * 1024;
 
 // Every byte the run could allocate, in the model: each F's stash, each comm op's buffer, the
 // static bytes. The default memory scale keeps that within kRealBudget of real memory.
-double auto_memory_scale(const schedules::Program& p, const config::Model& m) {
+double auto_memory_scale(const schedules::Program& p, const model::Model& m) {
   double bytes = 0;
   for (int r = 0; r < p.ranks(); ++r)
     for (const auto& op : p.ops(r)) {
@@ -251,14 +251,14 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   rec.program = prepared.program;
   // The model is what runs (prepare() copies the config's network into it), as in sim::analyze.
   rec.info.semantics = config::to_string(prepared.model.network.semantics);
-  auto diagnostics = schedules::validate(p, config::validate_options(prepared.model.network));
+  auto diagnostics = schedules::validate(p, model::validate_options(prepared.model.network));
   if (schedules::has_fatal(diagnostics)) {  // as the simulator, it does not run such a program
     rec.diagnostics = std::move(diagnostics);
     return ex;
   }
   for (int r = 0; r < p.ranks(); ++r)
     for (const auto& op : p.ops(r))
-      if (schedules::is_compute(op.kind) && !config::op_duration(prepared.model.costs, p, r, op))
+      if (schedules::is_compute(op.kind) && !model::op_duration(prepared.model.costs, p, r, op))
         throw config::ConfigError(
             c.source, "costs",
             fmt::format("{} needs backward_input and backward_weight costs", p.op_text(r, op)));

@@ -107,7 +107,7 @@ std::optional<MlpModel> mlp_model_of(const config::Config& config) {
 }
 
 std::vector<std::int64_t> stash_peaks(const schedules::Program& program,
-                                      const config::MemoryOptions& memory) {
+                                      const model::MemoryOptions& memory) {
   using Stash = schedules::Semantics::Stash;
   const schedules::Semantics sem(program);
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(program.ranks()), 0);

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "ppsim/config/op_duration.hpp"
+#include "ppsim/model/op_duration.hpp"
 #include "ppsim/schedules/p2p_streams.hpp"
 
 namespace ppsim::real::detail {
@@ -193,7 +193,7 @@ void RankRunner::run_compute(int pos, const Op& op) {
   const Semantics& sem = run_.semantics;
   const auto& mem = run_.model.memory;
   const double t0 = now();
-  const auto duration = config::op_duration(run_.model.costs, run_.program, rank_, op);
+  const auto duration = model::op_duration(run_.model.costs, run_.program, rank_, op);
   if (!duration) throw std::runtime_error("I/W without backward_input and backward_weight costs");
   std::vector<Buffer*> inputs, outputs;
   sem.for_each_part(rank_, op, [&](const Op& part) {
@@ -470,7 +470,7 @@ std::vector<record::WaitEdge> RankRunner::wait_edges() const {
   if (stopped_pos_ < 0 || stopped_on_.empty()) return edges;
   const Op& op = ops_[static_cast<std::size_t>(stopped_pos_)];
   const std::string text = op_text(stopped_pos_);
-  const schedules::P2pStreams streams(run_.semantics, config::stream_options(run_.model.network));
+  const schedules::P2pStreams streams(run_.semantics, model::stream_options(run_.model.network));
   // nccl: an op queued behind another kernel waits on that kernel's ops not yet complete, each
   // an edge to its peer (the simulator builds the same edges).
   const auto queued = [&](std::size_t i, const Op& awaited) {

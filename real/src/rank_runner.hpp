@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/real/buffer.hpp"
 #include "ppsim/real/clock.hpp"
 #include "ppsim/real/compute.hpp"
@@ -29,7 +29,7 @@ enum class RankStatus : int { running, blocked, done, stopped };
 struct RunShared {
   const schedules::Program& program;
   const schedules::Semantics& semantics;
-  const config::Model& model;
+  const model::Model& model;
   Transport& transport;
   Compute& compute;
   RunClock clock;
@@ -90,7 +90,7 @@ class RankRunner {
   void stash(int microbatch, int delta, double t);
   void hazard(std::string kind, int pos, std::string message);
   std::string op_text(int pos) const;
-  bool nccl() const { return run_.model.network.semantics == config::P2pSemantics::nccl; }
+  bool nccl() const { return run_.model.network.semantics == model::P2pSemantics::nccl; }
   Live* live_of_tensor(std::unordered_map<std::size_t, Live*>& table, const schedules::TensorId& t);
 
   RunShared& run_;

@@ -25,9 +25,9 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
         def.style, style ? schedules::resolve(style->params, def.params, def.style) : def.params);
   }
   // The model is what runs (prepare() copies the config's network into it).
-  const config::NetworkOptions& net = prepared.model.network;
+  const model::NetworkOptions& net = prepared.model.network;
   rec.info.semantics = config::to_string(net.semantics);
-  rec.diagnostics = schedules::validate(*prepared.program, config::validate_options(net));
+  rec.diagnostics = schedules::validate(*prepared.program, model::validate_options(net));
   if (schedules::has_fatal(rec.diagnostics)) return rec;
   record::Trace trace;
   trace.time_unit = c.time_unit;

@@ -14,7 +14,7 @@
 #include "engine/state.hpp"
 #include "engine/streams.hpp"
 #include "ppsim/base/huge_pages.hpp"
-#include "ppsim/config/op_duration.hpp"
+#include "ppsim/model/op_duration.hpp"
 #include "ppsim/record/wait_graph.hpp"
 #include "ppsim/schedules/rank_blocks.hpp"
 #include "ppsim/schedules/semantics.hpp"
@@ -52,14 +52,14 @@ class Engine {
         S_(p.stages()),
         M_(p.microbatches()),
         R_(p.ranks()),
-        nccl_(o.network.semantics == config::P2pSemantics::nccl),
+        nccl_(o.network.semantics == model::P2pSemantics::nccl),
         match_(p_, eps_, tensors_),
         mem_(
             eps_, obs,
             [](void* engine, std::int32_t id) { static_cast<Engine*>(engine)->try_free(id); },
             this),
         hazards_(p_, sem_),
-        streams_(sem_, config::stream_options(o.network)) {}
+        streams_(sem_, model::stream_options(o.network)) {}
 
   SimResult run() {
     setup();
@@ -302,7 +302,7 @@ class Engine {
   }
 
   double duration(int r, const Op& op) const {
-    if (const auto d = config::op_duration(o_.costs, p_, r, op)) return *d;
+    if (const auto d = model::op_duration(o_.costs, p_, r, op)) return *d;
     throw SimulationError(
         fmt::format("rank {}: {} needs backward_input and backward_weight costs, only backward "
                     "was given",

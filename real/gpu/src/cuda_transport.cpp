@@ -85,7 +85,7 @@ class CudaTransport final : public Transport {
     stop_progress();
     ctx_.emplace(c);
     R_ = c.program.ranks();
-    if (c.network.semantics == config::P2pSemantics::nccl)
+    if (c.network.semantics == model::P2pSemantics::nccl)
       throw config::ConfigError(
           "", "comm.semantics",
           "the cuda backend has MPI's point-to-point semantics (\"mpi\"): every posted request "
@@ -93,7 +93,7 @@ class CudaTransport final : public Transport {
           "host backend, or with one GPU per rank on nccl");
     eager_ = c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit;
     GpuRuntime::instance().layout(R_, true);
-    fifo_ = c.network.matching == config::Matching::fifo;
+    fifo_ = c.network.matching == model::Matching::fifo;
     const auto bytes =
         static_cast<std::size_t>(std::max<std::int64_t>(c.network.boundary_bytes, 1));
     CUDA_CHECK(cudaSetDevice(0));

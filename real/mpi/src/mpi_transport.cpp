@@ -65,14 +65,14 @@ class MpiTransport final : public Transport {
       throw config::ConfigError("", "real.backend",
                                 "the mpi backend needs MPI: start ppsim with mpirun, one process "
                                 "per rank");
-    if (c.network.semantics == config::P2pSemantics::nccl)
+    if (c.network.semantics == model::P2pSemantics::nccl)
       throw config::ConfigError(
           "", "comm.semantics",
           "the mpi backend has MPI's point-to-point semantics (\"mpi\"); NCCL's (\"nccl\") run on "
           "the host backend in one process, or on GPUs with nccl");
     stop_progress();
     ctx_.emplace(c);
-    fifo_ = c.network.matching == config::Matching::fifo;
+    fifo_ = c.network.matching == model::Matching::fifo;
     eager_ = c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit;
     // A fresh communicator per run: nothing of an earlier run can match into this one.
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");

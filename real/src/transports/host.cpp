@@ -107,14 +107,14 @@ class HostTransport final : public Transport {
     stop_network();
     ctx_.emplace(c);
     R_ = c.program.ranks();
-    nccl_ = c.network.semantics == config::P2pSemantics::nccl;
+    nccl_ = c.network.semantics == model::P2pSemantics::nccl;
     // NCCL has no tags and no eager protocol: its buffer is nccl_buffer_bytes.
-    fifo_ = nccl_ || c.network.matching == config::Matching::fifo;
+    fifo_ = nccl_ || c.network.matching == model::Matching::fifo;
     eager_ =
         !nccl_ && c.network.eager_limit > 0 && c.network.boundary_bytes <= c.network.eager_limit;
     message_bytes_ = c.network.boundary_bytes;
     buffer_bytes_ = c.network.nccl_buffer_bytes;
-    p2p_.emplace(c.semantics, config::stream_options(c.network));
+    p2p_.emplace(c.semantics, model::stream_options(c.network));
     const double units = c.network.latency +
                          (c.network.bandwidth > 0
                               ? static_cast<double>(c.network.boundary_bytes) / c.network.bandwidth

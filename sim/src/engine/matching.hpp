@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/sim/simulator.hpp"
 #include "state.hpp"
@@ -25,7 +25,7 @@ class MpiMatching {
               std::vector<TensorSlots>& tensors)
       : p_(p), eps_(eps), tensors_(tensors) {}
 
-  void setup(config::Matching m) { fifo_ = m == config::Matching::fifo; }
+  void setup(model::Matching m) { fifo_ = m == model::Matching::fifo; }
   // fifo: a receive meets the next send on its link, whatever tensor that send carries.
   bool by_order() const { return fifo_; }
 

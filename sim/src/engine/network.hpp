@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "state.hpp"
 
 namespace ppsim::sim::engine {
@@ -18,7 +18,7 @@ struct Link {
 
 class Network {
  public:
-  void setup(const config::NetworkOptions& o, int ranks) {
+  void setup(const model::NetworkOptions& o, int ranks) {
     ranks_ = ranks;
     xfer_time_ =
         o.latency + (o.bandwidth > 0 ? static_cast<double>(o.boundary_bytes) / o.bandwidth : 0);

@@ -1,21 +1,20 @@
 #pragma once
-// A byte count as people read it: "512 B", "3.02 GiB" (binary units, two decimals).
+// A byte count as people read it: "512 B", "3.02 GiB" (binary units, `decimals` after the point).
 #include <fmt/format.h>
 
-#include <cstdint>
 #include <string>
 
 namespace ppsim::base {
 
-inline std::string human_bytes(std::int64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
+inline std::string human_bytes(double bytes, int decimals = 2) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
     ++u;
   }
-  return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
+  return u == 0 ? fmt::format("{:.0f} B", bytes)
+                : fmt::format("{:.{}f} {}", bytes, decimals, kUnits[u]);
 }
 
 }  // namespace ppsim::base

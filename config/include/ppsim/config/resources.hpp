@@ -78,7 +78,5 @@ void check_numbers(const Config& config, const schedules::Program& program, cons
 // "512M", "8G", "1.5GiB", "1000000": bytes (K/M/G/T are powers of 1024). Throws
 // std::invalid_argument with the reason.
 std::uint64_t parse_bytes(std::string_view text);
-// "11.7 GiB"
-std::string format_bytes(double bytes);
 
 }  // namespace ppsim::config

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/record/run_record.hpp"
 
 namespace ppsim::real {
@@ -36,11 +36,11 @@ Comparison compare(const record::RunRecord& predicted, const record::RunRecord& 
 // time scale 0 too): no asynchronous send frees its buffer when its transfer ends (a moment the
 // peer decides), and no diagnostic makes the executor keep or free a buffer otherwise than the
 // simulator. Peak in-flight always is.
-bool memory_follows_program_order(const record::RunRecord& predicted, const config::Model& model);
+bool memory_follows_program_order(const record::RunRecord& predicted, const model::Model& model);
 
 // The model with each stage's costs replaced by the mean measured duration of that op kind on that
 // stage, durations over twice the median left out as stalls (kinds not measured keep the model's
 // cost), and the network's latency (or bandwidth) set from the median measured transfer.
-config::Model calibrated(const config::Model& model, const record::RunRecord& measured);
+model::Model calibrated(const model::Model& model, const record::RunRecord& measured);
 
 }  // namespace ppsim::real

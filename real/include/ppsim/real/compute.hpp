@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ppsim/config/config.hpp"
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/real/buffer.hpp"
 #include "ppsim/real/clock.hpp"
 #include "ppsim/schedules/program.hpp"
@@ -23,7 +23,7 @@ namespace ppsim::real {
 struct ComputeContext {
   const config::Config& config;  // its registered sections (the GPU compute reads `model`)
   const schedules::Program& program;
-  const config::Model& model;
+  const model::Model& model;
   double time_scale;  // seconds of wall clock per time unit; 0: as fast as possible
   const RunClock& clock;
   const std::atomic<bool>& cancel;  // set when the run stops early: return soon

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ppsim/config/config.hpp"
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/schedules/op.hpp"
 #include "ppsim/schedules/program.hpp"
 
@@ -52,6 +52,6 @@ std::optional<MlpModel> mlp_model_of(const config::Config& config);
 // weight_stash_bytes; B and W release), in program order: what the GPU compute really allocates
 // on the device, so its measured peak is compared with this.
 std::vector<std::int64_t> stash_peaks(const schedules::Program& program,
-                                      const config::MemoryOptions& memory);
+                                      const model::MemoryOptions& memory);
 
 }  // namespace ppsim::real

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/real/clock.hpp"
 #include "ppsim/real/request.hpp"
 #include "ppsim/schedules/program.hpp"
@@ -21,7 +21,7 @@ namespace ppsim::real {
 struct TransportContext {
   const schedules::Program& program;
   const schedules::Semantics& semantics;
-  const config::NetworkOptions& network;
+  const model::NetworkOptions& network;
   double time_scale;  // seconds of wall clock per time unit; 0: transfers take no modelled time
   const RunClock& clock;
 };

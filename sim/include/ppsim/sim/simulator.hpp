@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/record/deadlock.hpp"
 #include "ppsim/record/metrics.hpp"
 #include "ppsim/record/observer.hpp"
@@ -13,10 +13,10 @@
 
 namespace ppsim::sim {
 
-using SimOptions = config::Model;
-using config::CostModel;
-using config::Matching;
-using config::StageCost;
+using SimOptions = model::Model;
+using model::CostModel;
+using model::Matching;
+using model::StageCost;
 
 // Raised when the program or options cannot be simulated at all (run validate() first).
 class SimulationError : public std::runtime_error {

@@ -3,10 +3,10 @@
 // it) and the executor (which emulates it).
 #include <optional>
 
-#include "ppsim/config/model.hpp"
+#include "ppsim/model/model.hpp"
 #include "ppsim/schedules/program.hpp"
 
-namespace ppsim::config {
+namespace ppsim::model {
 
 // A plain compute op (F, B, I, W); resource ops take no time. nullopt: an I or W of a stage whose
 // costs give only `backward`.
@@ -46,4 +46,4 @@ inline std::optional<double> op_duration(const CostModel& costs, const schedules
   return c.overlapped_fb >= 0 ? c.overlapped_fb : c.overlapped_fb_fraction * d;
 }
 
-}  // namespace ppsim::config
+}  // namespace ppsim::model
