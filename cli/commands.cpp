@@ -99,10 +99,9 @@ std::string indent_lines(const std::string& text, int n) {
   return out;
 }
 
-bool known_schedule(const std::string& name) {
-  for (const auto& g : schedules::Registry::instance().all())
-    if (g.name == name || std::ranges::find(g.aliases, name) != g.aliases.end()) return true;
-  return false;
+// --schedules takes a name or an alias, case-insensitively, as schedule.kind does.
+const schedules::Generator* find_schedule(const std::string& name) {
+  return schedules::Registry::instance().find(name);
 }
 
 }  // namespace
@@ -261,13 +260,25 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
 
 std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
                                          const SweepOptions& sweep, const CommonOptions& common) {
-  const config::SweepAxes axes{split_list("--schedules", sweep.schedules),
-                               parse_positive_list("--microbatches", sweep.microbatches),
-                               parse_positive_list("--chunks", sweep.chunks)};
-  for (const auto& kind : axes.kinds)
-    if (!known_schedule(kind))
+  config::SweepAxes axes{split_list("--schedules", sweep.schedules),
+                         parse_positive_list("--microbatches", sweep.microbatches),
+                         parse_positive_list("--chunks", sweep.chunks)};
+  for (auto& kind : axes.kinds) {
+    const schedules::Generator* g = find_schedule(kind);
+    if (!g)
       throw UsageError(fmt::format("--schedules: unknown schedule '{}' (see `ppsim list`)",
                                    base::excerpt(kind, 80)));
+    kind = g->name;
+    // A schedule with one chunk count (zbv, dualpipev: 2; 1f1b: 1) runs with it: say so when
+    // --chunks asks for another.
+    const schedules::ParamSpec* chunks = schedules::find_param(g->params, "chunks");
+    if (chunks && chunks->min == chunks->max)
+      for (const int v : axes.chunks)
+        if (v != chunks->min && chunks->max > 1)
+          std::cerr << fmt::format(
+              "ppsim: note: --chunks {}: {} runs with its only chunk count, {}\n", v, g->name,
+              chunks->min);
+  }
   std::vector<config::Config> points;
   for (const auto& path : paths) {
     config::Config base = config::load_config(path, common.overrides);

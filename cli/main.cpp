@@ -8,6 +8,7 @@
 #include "ppsim/real/mlp_model.hpp"
 #include "ppsim/real/mpi_backend.hpp"
 #include "ppsim/real/settings.hpp"
+#include "version.hpp"
 #ifdef PPSIM_WITH_GPU
 #include "ppsim/real/gpu/backends.hpp"
 #endif
@@ -16,7 +17,7 @@ namespace {
 
 int run_cli(int argc, char** argv) {
   using namespace ppsim::cli;
-  CLI::App app{"ppsim: pipeline-parallel schedule generator, simulator and checker"};
+  CLI::App app{"ppsim: pipeline-parallel schedule generator, simulator and checker", "ppsim"};
   app.require_subcommand(1);
   // CLI11 echoes the offending arguments: a 5 MB token is shortened, binary junk escaped.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -50,15 +51,16 @@ int run_cli(int argc, char** argv) {
   RunOutputs run_out;
   auto* run = app.add_subcommand("run", "simulate one config and print its metrics");
   run->add_option("config", config, "JSON config file")->required();
-  auto* run_json = run->add_flag("--json", run_out.json, "print one JSON object (docs/METRICS.md)");
+  run->add_flag("--json", run_out.json, "print one JSON object (docs/METRICS.md)");
   auto* trace_opt = run->add_option("--trace", run_out.trace_file,
                                     "write a trace for Perfetto: FILE.json (Chrome JSON), "
                                     "FILE.json.gz (gzipped), FILE.pftrace (Perfetto protobuf)");
   auto* svg_opt = run->add_option("--svg", run_out.svg_file,
                                   "write an SVG timeline: one row per rank, a box per compute op");
+  // Not ->excludes(): CLI11 prints that inside the help's name column.
   run->add_flag("--timeline", run_out.timeline,
-                "print a timeline in the terminal after the summary, scaled to its width")
-      ->excludes(run_json);
+                "print a timeline in the terminal after the summary, scaled to its width "
+                "(not with --json)");
   run->add_flag("--no-color", run_out.no_color,
                 "no ANSI colours in --timeline (default: colours when stdout is a terminal)");
   add_set(run);
@@ -141,7 +143,8 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "torch-csv"}));
   exp->add_flag("--compute-only", export_options.compute_only,
                 "torch-csv: the compute_only form (no SEND/RECV)");
-  exp->add_option("-o,--output", export_options.output, "write to this file instead of stdout");
+  auto* export_out =
+      exp->add_option("-o,--output", export_options.output, "write to this file instead of stdout");
   exp->add_option("--line-end", export_options.line_end,
                   "torch-csv: crlf (as Python's csv module writes, default) or lf")
       ->check(CLI::IsMember({"crlf", "lf"}));
@@ -175,11 +178,25 @@ int run_cli(int argc, char** argv) {
       ->type_name("LIST");
   add_set(report);
 
+  app.set_version_flag("--version", version_text(), "print the version and the commit built");
+  if (argc <= 1) {  // `ppsim` alone: what it can do
+    std::cout << app.help();
+    return kOk;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kOk : kBadInput;
+  }
+  if (*run && run_out.json && run_out.timeline) {
+    std::cerr
+        << "ppsim: error: --json excludes --timeline\nRun with --help for more information.\n";
+    return kBadInput;
+  }
+  if (*exp && export_out->count() > 0 && export_options.output.empty()) {
+    std::cerr << "ppsim: error: --output: the file name is empty\n";
+    return kBadInput;
   }
   for (const auto& [opt, file] :
        {std::pair{trace_opt, &run_out.trace_file}, std::pair{svg_opt, &run_out.svg_file}})

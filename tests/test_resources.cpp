@@ -151,6 +151,10 @@ TEST_CASE("max-memory values: bytes with binary suffixes", "[resources]") {
   CHECK(config::parse_bytes("1T") == 1ull << 40);
   CHECK_THROWS_AS(config::parse_bytes(""), std::invalid_argument);
   CHECK_THROWS_AS(config::parse_bytes("lots"), std::invalid_argument);
+  // A positive limit below one byte rounded to 0, which means no limit at all: refused.
+  CHECK_THROWS_AS(config::parse_bytes("0.5"), std::invalid_argument);
+  CHECK_THROWS_AS(config::parse_bytes("0.0001K"), std::invalid_argument);
+  CHECK(config::parse_bytes("0.0") == 0);
   CHECK_THROWS_AS(config::parse_bytes("12X"), std::invalid_argument);
   CHECK_THROWS_AS(config::parse_bytes("-1G"), std::invalid_argument);
   CHECK_THROWS_AS(config::parse_bytes("1e30"), std::invalid_argument);

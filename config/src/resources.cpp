@@ -422,6 +422,10 @@ std::uint64_t parse_bytes(std::string_view text) {
   const double bytes = v * scale;
   if (!std::isfinite(bytes) || bytes < 0 || bytes >= 1.8e19)
     throw std::invalid_argument(fmt::format("expected bytes >= 0 (0 = no limit), got '{}'", s));
+  // A positive value below one byte would round to 0, which switches the limit off.
+  if (bytes > 0 && bytes < 1)
+    throw std::invalid_argument(
+        fmt::format("expected at least 1 byte (0 = no limit), got '{}'", s));
   return static_cast<std::uint64_t>(bytes);
 }
 
