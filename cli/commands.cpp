@@ -237,7 +237,7 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     }
     progress.finish();
     if (outputs.json)
-      std::cout << viz::to_json(a).dump(2) << "\n";
+      std::cout << viz::json_text(viz::to_json(a)) << "\n";
     else
       std::cout << viz::summary_text(a);
     if (outputs.timeline && a.trace) {
@@ -316,7 +316,7 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
     if (json) {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& a : runs) arr.push_back(viz::to_json(a));
-      std::cout << arr.dump(2) << "\n";
+      std::cout << viz::json_text(arr) << "\n";
     } else if (csv) {
       std::cout << viz::compare_csv(runs);
     } else {
@@ -390,7 +390,7 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
   int code = kOk;
   bool first = true;
   auto emit_json = [&](nlohmann::json entry) {
-    std::cout << (first ? "[\n" : ",\n") << indent_lines(entry.dump(2), 2);
+    std::cout << (first ? "[\n" : ",\n") << indent_lines(viz::json_text(entry), 2);
     first = false;
   };
   for (const auto& input : inputs) {

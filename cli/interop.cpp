@@ -13,6 +13,7 @@
 #include "ppsim/config/torch_csv_source.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/torch_csv.hpp"
+#include "ppsim/viz/json_report.hpp"
 
 namespace ppsim::cli {
 
@@ -73,7 +74,7 @@ int cmd_import(const std::string& path, const ImportOptions& options, const Comm
     out["comm"] = {{"semantics", config::to_string(c.network.semantics)},
                    {"latency", 0.0},
                    {"bandwidth", 0.0}};
-    write_out(out.dump(2) + "\n", options.output);
+    write_out(viz::json_text(out) + "\n", options.output);
     return kOk;
   });
 }

@@ -567,7 +567,7 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
       j["disagreement"] =
           disagreement.empty() ? nlohmann::json(nullptr) : nlohmann::json(disagreement);
       j["exit_code"] = code;
-      std::cout << j.dump(2) << "\n";
+      std::cout << viz::json_text(j) << "\n";
     } else {
       std::cout << text_report(path, prepared, settings, run, predicted, c, o.calibrate,
                                uncalibrated);

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "commands.hpp"
+#include "ppsim/base/excerpt.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/sim/analysis.hpp"
@@ -44,7 +45,8 @@ int cmd_report(const std::vector<std::string>& paths, const std::string& output,
     progress.finish();
     int code = kOk;
     for (const auto& run : runs) {
-      std::cout << fmt::format("{:<7} {}\n", run.ok() ? "ok" : "FAIL", run.info.name);
+      std::cout << fmt::format("{:<7} {}\n", run.ok() ? "ok" : "FAIL",
+                               base::excerpt(run.info.name, std::string::npos));
       if (!run.ok()) code = kWrong;
     }
     std::cout << fmt::format("wrote {} ({} run{}, Chart.js {})\n", output, runs.size(),

@@ -134,6 +134,25 @@ if [ -w /dev/full ]; then
   [ $? = 2 ] && good "stdout full -> 2" || bad "stdout full: not 2"
   [ -e "$tmp/full.xml" ] && bad "a report was written although stdout failed" || good "no report when stdout failed"
 fi
+# A file name that is not UTF-8: --json replaces the byte with U+FFFD (it aborted), the text
+# output and the JUnit report show it escaped or replaced; no temporary is left.
+mkdir -p "$tmp/u8"
+cp "$SRC/configs/1f1b.json" "$tmp/u8/bad$(printf '\xff')name.json"
+expect 0 check --json "$tmp/u8"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding="utf-8")); assert d[0]["config"].endswith("bad\ufffdname.json"), d' "$out" 2>/dev/null
+then good "check --json: invalid UTF-8 file name as U+FFFD"; else bad "check --json: not valid JSON/UTF-8"; fi
+expect 0 check "$tmp/u8" --junit "$tmp/u8.xml"
+has 'bad\xffname.json'
+junit "$tmp/u8.xml" 1 0 0
+expect 0 run --json "$tmp/u8/bad$(printf '\xff')name.json"
+expect 0 compare --json "$tmp/u8/bad$(printf '\xff')name.json"
+# Control characters in a config's name are shown as \xNN: a name holding ESC or CR cannot
+# redraw a FAIL line as "ok".
+printf '{"name": "evil\\u001b[2K\\rok  fake", "schedule": {"kind": "1f1b", "ranks": 2, "microbatches": 2}, "comm": {"style": "blocking"}}' >"$tmp/ctl.json"
+expect 1 check "$tmp/ctl.json"
+has '(evil\x1b[2K\rok  fake): DEADLOCK'
+if grep -q "$(printf '\033')" "$out"; then bad "an ESC byte reached the terminal"; else good "no ESC byte printed"; fi
+
 left=$(find "$tmp" -name '.ppsim-*' | head -3)
 [ -z "$left" ] && good "no temporary left" || bad "temporaries left: $left"
 

@@ -2,6 +2,10 @@
 
 namespace ppsim::viz {
 
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 using nlohmann::json;
 
 namespace {

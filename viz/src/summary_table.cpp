@@ -4,14 +4,23 @@
 
 #include <algorithm>
 
+#include "ppsim/base/excerpt.hpp"
 #include "ppsim/base/human_bytes.hpp"
 
 namespace ppsim::viz {
 
+namespace {
+// A name or path from the input, shown whole on a terminal: control characters and bytes that
+// are not UTF-8 as \xNN (a name holding ESC or CR could otherwise redraw a FAIL line as "ok").
+std::string shown(const std::string& text) {
+  return base::excerpt(text, std::string::npos);
+}
+}  // namespace
+
 std::string summary_text(const record::RunRecord& a) {
   const auto& p = *a.program;
   const auto& u = a.info.time_unit;
-  std::string out = fmt::format("{}: {} P={} V={} S={} M={} comm={} ({} ops)\n", a.info.name,
+  std::string out = fmt::format("{}: {} P={} V={} S={} M={} comm={} ({} ops)\n", shown(a.info.name),
                                 a.info.schedule, p.ranks(), p.chunks(), p.stages(),
                                 p.microbatches(), a.info.comm_label(), p.total_ops());
   if (a.metrics) {
@@ -48,13 +57,14 @@ std::string summary_text(const record::RunRecord& a) {
 
 std::string check_text(const record::RunRecord& a, const std::string& path,
                        const schedules::OpLocator& locate) {
-  if (a.ok()) return fmt::format("ok    {} ({})\n", path, a.info.name);
+  if (a.ok()) return fmt::format("ok    {} ({})\n", shown(path), shown(a.info.name));
   auto where = [&](int rank, int position) -> std::string {
     if (!locate || rank < 0 || position < 0) return "";
     const auto at = locate(rank, position);
     return at ? fmt::format(" [{}]", at->where) : "";
   };
-  std::string out = fmt::format("FAIL  {} ({}): {}\n", path, a.info.name, a.verdict().text());
+  std::string out =
+      fmt::format("FAIL  {} ({}): {}\n", shown(path), shown(a.info.name), a.verdict().text());
   if (a.deadlock) {
     // Each line indented, built in one pass (replacing in place moved the tail once per line).
     const std::string d = a.deadlock->describe();
@@ -101,7 +111,7 @@ std::string lowering_stall(const record::RunRecord& a) {
 
 std::string compare_table(const std::vector<record::RunRecord>& runs) {
   std::size_t w = 4;
-  for (const auto& a : runs) w = std::max(w, a.info.name.size());
+  for (const auto& a : runs) w = std::max(w, shown(a.info.name).size());
   std::string out = fmt::format(
       "{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {:>12} {:>8} {:>8} {:>8} {:>12} {:>12}  {}\n", "name",
       w, "schedule", "P", "V", "M", "comm", "makespan", "bubble", "vs_ideal", "inflight",
@@ -119,10 +129,10 @@ std::string compare_table(const std::vector<record::RunRecord>& runs) {
     }
     std::string verdict = a.verdict().text();
     if (std::string stall = lowering_stall(a); !stall.empty()) {
-      notes.push_back(fmt::format("[{}] {}: {}", notes.size() + 1, a.info.name, stall));
+      notes.push_back(fmt::format("[{}] {}: {}", notes.size() + 1, shown(a.info.name), stall));
       verdict += fmt::format(" [{}]", notes.size());
     }
-    out += fmt::format("{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {}  {}\n", a.info.name, w,
+    out += fmt::format("{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {}  {}\n", shown(a.info.name), w,
                        a.info.schedule, p.ranks(), p.chunks(), p.microbatches(),
                        a.info.comm_label(), metrics, verdict);
   }

@@ -9,6 +9,10 @@
 
 namespace ppsim::viz {
 
+// JSON text as ppsim prints it: bytes that are not UTF-8 (a config's file name may hold any)
+// become U+FFFD instead of failing the whole output.
+std::string json_text(const nlohmann::json& j, int indent = 2);
+
 nlohmann::json to_json(const record::RunRecord& run);
 nlohmann::json to_json(const record::Deadlock& deadlock);
 nlohmann::json to_json(const schedules::Diagnostic& diagnostic);
