@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <utility>
 
 namespace ppsim::cli {
@@ -37,6 +38,9 @@ class Walker {
                                     where));
         return 1;
       }
+    // A directory reached again by another path (symbolic links in a diamond) is not walked
+    // again: its files are listed once, and the walk stays linear in the directories.
+    if (!walked_.insert({st.st_dev, st.st_ino}).second) return 0;
     std::vector<std::string> names;
     {
       errno = 0;
@@ -101,6 +105,7 @@ class Walker {
   };
   std::vector<CheckInput>& out_;
   std::vector<Visiting> stack_;
+  std::set<std::pair<dev_t, ino_t>> walked_;
 };
 
 }  // namespace

@@ -134,6 +134,19 @@ if [ -w /dev/full ]; then
   [ $? = 2 ] && good "stdout full -> 2" || bad "stdout full: not 2"
   [ -e "$tmp/full.xml" ] && bad "a report was written although stdout failed" || good "no report when stdout failed"
 fi
+# Symbolic links in a diamond (each directory linking twice to the next, 18 levels: 2^18 paths
+# to the last one) are walked once per directory: the config below is checked once.
+mkdir -p "$tmp/diamond/d18"
+cp "$SRC/configs/1f1b.json" "$tmp/diamond/d18/deep.json"
+for i in $(seq 0 17); do
+  mkdir -p "$tmp/diamond/d$i"
+  ln -s "../d$((i + 1))" "$tmp/diamond/d$i/a"
+  ln -s "../d$((i + 1))" "$tmp/diamond/d$i/b"
+done
+expect 0 check "$tmp/diamond/d0"
+n=$(grep -c '^ok ' "$out")
+[ "$n" = 1 ] && good "diamond: the config checked once" || bad "diamond: $n lines for one config"
+
 # A file name that is not UTF-8: --json replaces the byte with U+FFFD (it aborted), the text
 # output and the JUnit report show it escaped or replaced; no temporary is left.
 mkdir -p "$tmp/u8"
