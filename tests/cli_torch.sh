@@ -96,6 +96,10 @@ printf '0F0,0B0\n' > "$tmp/one.csv"
 expect 0 export "$tmp/one.csv" --format torch-csv
 printf '{"schedule": {"kind": "custom", "ops": ["0F0,0B0", "IDLE"]}}' > "$tmp/idle.json"
 expect_error "rank 1 has no op to write" export "$tmp/idle.json" --format torch-csv
+# A file name with a NUL is refused, not cut at the NUL and read.
+cp "$D/zb1p_2rank_2stagep_compute.csv" "$tmp/zb.csv"
+printf '{"schedule": {"kind": "torch-csv", "file": "zb.csv\\u0000junk"}}' > "$tmp/nul.json"
+expect_error "key 'schedule.file': a file name holds no NUL character" check "$tmp/nul.json"
 leftovers=$(ls -A "$tmp" | grep -c '^\.ppsim-' || true)
 [ "$leftovers" = 0 ] || { echo "FAIL: temporary files left"; fail=1; }
 exit $fail

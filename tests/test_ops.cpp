@@ -4,8 +4,10 @@
 
 #include "error_of.hpp"
 #include "helpers.hpp"
+#include "ppsim/config/config.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/semantics.hpp"
+#include "ppsim/sim/analysis.hpp"
 
 using namespace ppsim;
 using schedules::Op;
@@ -158,4 +160,41 @@ TEST_CASE("Program::chunks_on counts each rank's stages, for every placement", "
   CHECK(uneven.chunks_on(0) == 2);
   CHECK(uneven.chunks_on(1) == 1);
   CHECK(uneven.chunks_on(2) == 0);
+}
+
+TEST_CASE("ops.resource_actions_lowered: compute-only lists keep UNSHARD/RESHARD/REDUCE_GRAD",
+          "[ops][lowering]") {
+  // OPLISTS.md: a compute-only list with PyTorch's resource actions is lowered like any other;
+  // each action stays right before the compute op it preceded and takes no time.
+  const std::string with = R"({"schedule": {"kind": "custom", "ops": [
+      "0UNSHARD,0F0,0F1,0B0,0RESHARD,0B1,0REDUCE_GRAD",
+      "1UNSHARD,1F0,1B0,1F1,1B1,1REDUCE_GRAD"]}, "comm": {"style": "STYLE"}})";
+  const std::string without = R"({"schedule": {"kind": "custom", "ops": [
+      "0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]}, "comm": {"style": "STYLE"}})";
+  auto load = [](std::string text, const std::string& style) {
+    text.replace(text.find("STYLE"), 5, style);
+    return config::parse_config(nlohmann::json::parse(text), "resource.json");
+  };
+  for (const std::string style : {"async", "async-send", "batched", "blocking", "megatron"}) {
+    INFO(style);
+    const auto a = sim::analyze(load(with, style));
+    const auto b = sim::analyze(load(without, style));
+    // The same verdict either way (blocking sends deadlock this order, with or without them).
+    CHECK(a.verdict().text() == b.verdict().text());
+    REQUIRE(a.metrics);
+    CHECK(a.metrics->makespan == b.metrics->makespan);
+    // The lowered lists are the plain ones with the actions put back in place.
+    for (int r = 0; r < 2; ++r) {
+      std::string got, want;
+      for (const Op& op : a.program->ops(r))
+        if (schedules::info(op.kind).cls != schedules::OpClass::resource)
+          got += a.program->op_text(r, op) + ",";
+      for (const Op& op : b.program->ops(r)) want += b.program->op_text(r, op) + ",";
+      CHECK(got == want);
+    }
+    const std::string rank0 = a.program->to_text().substr(0, a.program->to_text().find('\n'));
+    CHECK(rank0.find("0UNSHARD,0F0") != std::string::npos);
+    CHECK(rank0.find("0RESHARD,0B1") != std::string::npos);
+    CHECK(rank0.ends_with("0REDUCE_GRAD"));
+  }
 }

@@ -64,21 +64,70 @@ namespace {
 constexpr std::size_t kOpsPerComputeHint = 5;
 }  // namespace
 
+static Program lower_compute(const Program& compute, const LoweringOptions& options);
+
+// PyTorch's resource actions (UNSHARD, RESHARD, REDUCE_GRAD) move no tensor between ranks: they
+// are set aside, the compute ops lowered, and each put back right before the compute op it came
+// before (after the rank's last op when no compute op follows it).
 Program lower(const Program& compute, const LoweringOptions& options) {
+  struct SetAside {
+    std::size_t before;  // compute ops before it on its rank
+    Op op;
+  };
+  std::vector<std::vector<SetAside>> aside(static_cast<std::size_t>(compute.ranks()));
+  bool any = false;
+  for (int r = 0; r < compute.ranks(); ++r) {
+    std::size_t computes = 0;
+    for (const Op& op : compute.ops(r)) {
+      if (info(op.kind).cls == OpClass::resource) {
+        aside[static_cast<std::size_t>(r)].push_back({computes, op});
+        any = true;
+      } else if (is_compute(op.kind)) {
+        ++computes;
+      } else {
+        throw ParameterError("kind",
+                             fmt::format("lowering expects compute ops only, found {} on rank {}",
+                                         compute.op_text(r, op), r));
+      }
+    }
+  }
+  if (!any) return lower_compute(compute, options);
+  Program stripped = compute;
+  for (int r = 0; r < compute.ranks(); ++r) {
+    if (aside[static_cast<std::size_t>(r)].empty()) continue;
+    std::vector<Op> ops;
+    for (const Op& op : compute.ops(r))
+      if (is_compute(op.kind)) ops.push_back(op);
+    stripped.set_ops(r, ops, {});
+  }
+  Program out = lower_compute(stripped, options);
+  for (int r = 0; r < out.ranks(); ++r) {
+    const auto& rank_aside = aside[static_cast<std::size_t>(r)];
+    if (rank_aside.empty()) continue;
+    std::vector<Op> ops;
+    std::size_t computes = 0, next = 0;
+    for (const Op& op : out.ops(r)) {
+      if (is_compute(op.kind)) {
+        while (next < rank_aside.size() && rank_aside[next].before == computes)
+          ops.push_back(rank_aside[next++].op);
+        ++computes;
+      }
+      ops.push_back(op);
+    }
+    while (next < rank_aside.size()) ops.push_back(rank_aside[next++].op);
+    auto& list = out.ops(r);
+    list.assign(ops.begin(), ops.end());
+  }
+  return out;
+}
+
+static Program lower_compute(const Program& compute, const LoweringOptions& options) {
   const LoweringStyle* style = LoweringRegistry::instance().find(options.style);
   if (!style)
     throw ParameterError("style",
                          fmt::format("unknown comm style '{}'; known styles: {}", options.style,
                                      fmt::join(LoweringRegistry::instance().names(), ", ")));
   const Params params = resolve(style->params, options.params, style->name);
-  for (int r = 0; r < compute.ranks(); ++r) {
-    for (const Op& op : compute.ops(r)) {
-      if (!is_compute(op.kind))
-        throw ParameterError("kind",
-                             fmt::format("lowering expects compute ops only, found {} on rank {}",
-                                         compute.op_text(r, op), r));
-    }
-  }
   if (style->refuses)
     if (auto error = style->refuses(compute, params)) throw *error;
   if (style->lower_program) return style->lower_program(compute, options, params);

@@ -81,6 +81,10 @@ std::shared_ptr<const ProgramSpec> read(Reader& s, const std::string&) {
   if (file) {
     if (!file->is_string() || file->get<std::string>().empty())
       s.fail("file", fmt::format("expected a file name, got {}", Reader::describe(*file)));
+    // A NUL would end the name the system sees: "a.csv\u0000x" must not read a.csv.
+    if (file->get_ref<const std::string&>().find('\0') != std::string::npos)
+      s.fail("file", fmt::format("a file name holds no NUL character, got '{}'",
+                                 base::excerpt(file->get<std::string>(), 60)));
     std::filesystem::path p = file->get<std::string>();
     if (p.is_relative()) p = std::filesystem::path(s.source()).parent_path() / p;
     path = p.string();
