@@ -423,6 +423,8 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
   const config::Prepared prepared =
       config::prepare(cfg, {common.max_memory, config::Workload::trace});
   const auto world = world_for(cfg, settings);
+  // Refused before the prediction is simulated: 100,000 ranks must not be simulated first.
+  real::check_runnable(prepared, {settings, &g_stop, world.get()});
   Outputs out;
   if (!world || world->processes() == 1) {
     open_outputs(o, out);

@@ -29,6 +29,19 @@ expect 2 real "$SRC/configs/1f1b.json" --backend carrier-pigeon
 contains "--backend: unknown backend 'carrier-pigeon'"
 expect 2 real "$SRC/configs/1f1b.json" --iterations 0
 contains "--iterations"
+# Times the clock cannot hold: a time scale below 1 ns (times would be infinite in the trace),
+# and a transfer or a rank's compute past 2^53 ns (the clock overflowed: "finished" in 0.02 ms).
+expect 2 real "$SRC/configs/1f1b.json" --time-scale 1e-300ns
+contains "--time-scale: '1e-300ns' is too short: at least 1 ns of wall clock per time unit"
+expect 2 real "$SRC/configs/1f1b.json" --time-scale 10s --set comm.latency=1e9
+contains "key 'comm.latency': one transfer would take 1e+10 s of wall clock"
+expect 2 real "$SRC/configs/1f1b.json" --time-scale 10s --set costs.forward=1e9
+contains "key 'costs': the busiest rank's compute would take"
+# Too many ranks for the backend: refused before the prediction is simulated (nothing else
+# printed before the error: no prediction, no progress line).
+expect 2 real "$SRC/configs/1f1b.json" --set schedule.ranks=100000 --set schedule.microbatches=1
+contains "key 'schedule.ranks': the host backend runs a thread per rank: at most 1024 ranks, got 100000"
+[ "$(wc -l <"$out")" = 1 ] || { echo "FAIL: more than the error before refusing"; cat "$out"; fail=1; }
 expect 2 real "$SRC/configs/1f1b.json" --hang-timeout 0
 contains "--hang-timeout"
 expect 2 real "$SRC/configs/does-not-exist.json"

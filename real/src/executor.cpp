@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <latch>
 #include <thread>
+#include <tuple>
 
 #include "ppsim/config/error.hpp"
 #include "ppsim/model/op_duration.hpp"
@@ -207,7 +208,7 @@ const char* to_string(Outcome outcome) {
   return "?";
 }
 
-Execution execute(const config::Prepared& prepared, const ExecOptions& options) {
+void check_runnable(const config::Prepared& prepared, const ExecOptions& options) {
   const Settings& s = options.settings;
   const config::Config& c = prepared.config;
   const TransportInfo* ti = TransportRegistry::instance().find(s.backend);
@@ -238,6 +239,40 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
         c.source, "schedule.ranks",
         fmt::format("the {} backend runs a thread per rank: at most {} ranks, got {}", s.backend,
                     kMaxRanks, p.ranks()));
+  // Wall times past the clock's exact range would overflow it (a run "finished" in 0.02 ms):
+  // one transfer, or the compute of the busiest rank, at this time scale.
+  if (s.time_scale > 0) {
+    const auto& net = prepared.model.network;
+    const double transfer =
+        net.latency +
+        (net.bandwidth > 0 ? static_cast<double>(net.boundary_bytes) / net.bandwidth : 0.0);
+    double busiest = 0;
+    for (int r = 0; r < p.ranks(); ++r) {
+      double busy = 0;
+      for (const schedules::Op& op : p.ops(r))
+        busy += model::op_duration(prepared.model.costs, p, r, op).value_or(0.0);
+      busiest = std::max(busiest, busy);
+    }
+    for (const auto& [what, key, units] :
+         {std::tuple{"one transfer", "comm.latency", transfer},
+          std::tuple{"the busiest rank's compute", "costs", busiest}})
+      if (!(units * s.time_scale <= kMaxRunSeconds))
+        throw config::ConfigError(
+            c.source, key,
+            fmt::format("{} would take {:.3g} s of wall clock at {} s per time unit, more than "
+                        "the {:.0f} s the clock holds; lower the time scale (--time-scale) or {}",
+                        what, units * s.time_scale, s.time_scale, kMaxRunSeconds, key));
+  }
+}
+
+Execution execute(const config::Prepared& prepared, const ExecOptions& options) {
+  check_runnable(prepared, options);
+  const Settings& s = options.settings;
+  const config::Config& c = prepared.config;
+  const TransportInfo* ti = TransportRegistry::instance().find(s.backend);
+  const ComputeInfo* ci = ComputeRegistry::instance().find(s.compute);
+  const schedules::Program& p = *prepared.program;
+  World* world = options.world;
 
   Execution ex;
   record::RunRecord& rec = ex.record;

@@ -139,6 +139,11 @@ double parse_duration(const std::string& text) {
 
 double parse_time_scale(const std::string& text) {
   const double s = parse_duration(text);
+  if (s > 0 && s < kMinTimeScale)  // the clock counts nanoseconds: times would be infinite
+    throw std::invalid_argument(
+        fmt::format("'{}' is too short: at least 1 ns of wall clock per time unit, or 0 for no "
+                    "delays",
+                    config::excerpt(text, 40)));
   if (s > kMaxTimeScale)
     throw std::invalid_argument(
         fmt::format("'{}' is too long: at most {} s of wall clock per time unit",

@@ -19,6 +19,9 @@ struct Settings {
 
 // Bounds of the settings (each one an error naming the key or option beyond it).
 inline constexpr double kMaxTimeScale = 10.0;  // seconds of wall clock per time unit
+inline constexpr double kMinTimeScale = 1e-9;  // the steady clock's resolution
+// The longest run the host clock and the traces represent exactly: 2^53 ns, about 104 days.
+inline constexpr double kMaxRunSeconds = 9007199.254740992;
 inline constexpr int kMaxIterations = 1000;
 inline constexpr int kMaxWarmup = 100;
 inline constexpr double kMaxHangTimeout = 86400.0;  // seconds
