@@ -167,13 +167,22 @@ class ProgressObserver : public record::Observer {
 
 void refuse_input_as_output(const std::string& option, const std::string& output,
                             const std::string& input) {
-  if (output.empty()) return;
-  std::error_code out_ec, in_ec;
-  const auto out = std::filesystem::weakly_canonical(base::resolve_output_path(output), out_ec);
-  const auto in = std::filesystem::weakly_canonical(input, in_ec);
-  if (!out_ec && !in_ec && out == in)
+  if (output.empty() || input.empty()) return;
+  if (base::same_file(output, input))  // by identity: `./c.json`, a link, a hard link
     throw UsageError(fmt::format("{} {}: is the input file {}: writing it would replace the input",
                                  option, output, input));
+}
+
+std::vector<std::string> read_files(const config::Config& cfg) {
+  std::vector<std::string> files{cfg.source};
+  // A torch-csv schedule's `file`, found beside the config as its source finds it.
+  const auto& sched = cfg.raw.contains("schedule") ? cfg.raw["schedule"] : nlohmann::json();
+  if (sched.is_object() && sched.contains("file") && sched["file"].is_string()) {
+    std::filesystem::path p = sched["file"].get<std::string>();
+    if (p.is_relative()) p = std::filesystem::path(cfg.source).parent_path() / p;
+    files.push_back(p.string());
+  }
+  return files;
 }
 
 int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOptions& common) {
@@ -181,6 +190,10 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     refuse_input_as_output("--trace", outputs.trace_file, path);
     refuse_input_as_output("--svg", outputs.svg_file, path);
     const config::Config cfg = config::load_config(path, common.overrides);
+    for (const auto& input : read_files(cfg)) {  // and the CSV the config reads
+      refuse_input_as_output("--trace", outputs.trace_file, input);
+      refuse_input_as_output("--svg", outputs.svg_file, input);
+    }
     // Opened before the simulation: a bad path fails at once, and the temporaries are cleaned up
     // whatever happens next.
     std::optional<base::OutputFile> trace, svg;
@@ -371,13 +384,8 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
   if (!junit_file.empty()) {
     const int opened = guarded(junit_file, [&] {
       // Reading a file and then replacing it with the report would lose it.
-      std::error_code ec;
-      const auto report =
-          std::filesystem::weakly_canonical(base::resolve_output_path(junit_file), ec);
-      for (const auto& in : inputs) {
-        std::error_code in_ec;
-        if (!ec && in.error.empty() &&
-            std::filesystem::weakly_canonical(in.path, in_ec) == report && !in_ec)
+      for (const auto& in : inputs) {  // by identity: a link or a hard link to one of them too
+        if (in.error.empty() && base::same_file(junit_file, in.path))
           throw UsageError(fmt::format("--junit {}: is one of the files to check", junit_file));
       }
       junit.emplace(junit_file);

@@ -30,6 +30,8 @@ class UsageError : public std::runtime_error {
 // the output would replace the input it was made from.
 void refuse_input_as_output(const std::string& option, const std::string& output,
                             const std::string& input);
+// The files a config reads: itself, and a torch-csv schedule's `file`.
+std::vector<std::string> read_files(const config::Config& cfg);
 
 struct CommonOptions {
   std::vector<std::string> overrides;                       // --set key=value

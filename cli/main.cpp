@@ -15,6 +15,23 @@
 
 namespace {
 
+// The first clash among `outputs` (option, path; empty paths are not written) and `inputs`.
+std::string colliding_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                              const std::vector<std::string>& inputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [option, path] = outputs[i];
+    if (path.empty()) continue;
+    for (std::size_t j = i + 1; j < outputs.size(); ++j)
+      if (!outputs[j].second.empty() && ppsim::base::same_file(path, outputs[j].second))
+        return option + " and " + outputs[j].first + " name the same file '" + path + "'";
+    for (const auto& input : inputs)
+      if (!input.empty() && ppsim::base::same_file(path, input))
+        return option + " " + path + ": is the input file " + input +
+               ": writing it would replace the input";
+  }
+  return "";
+}
+
 int run_cli(int argc, char** argv) {
   using namespace ppsim::cli;
   CLI::App app{"ppsim: pipeline-parallel schedule generator, simulator and checker", "ppsim"};
@@ -208,21 +225,32 @@ int run_cli(int argc, char** argv) {
     std::cerr << "ppsim: error: --junit: the file name is empty\n";
     return kBadInput;
   }
-  if (*run && !run_out.svg_file.empty() && run_out.svg_file == run_out.trace_file) {
-    std::cerr << "ppsim: error: --svg and --trace name the same file '" << run_out.svg_file
-              << "'\n";
-    return kBadInput;
-  }
+
   for (const auto& [opt, file] : {std::pair{real_trace, &real_options.trace_file},
                                   std::pair{real_report, &real_options.report_file}})
     if (*real_sub && opt->count() > 0 && file->empty()) {
       std::cerr << "ppsim: error: " << opt->get_name() << ": the file name is empty\n";
       return kBadInput;
     }
-  if (*real_sub && !real_options.report_file.empty() &&
-      real_options.report_file == real_options.trace_file) {
-    std::cerr << "ppsim: error: --report and --trace name the same file '"
-              << real_options.report_file << "'\n";
+  // Outputs that name one file (`o.svg`, `./o.svg`, a link to it), or an input: one would be
+  // lost, or the input replaced. Compared by identity, refused before anything runs.
+  std::vector<std::pair<std::string, std::string>> outputs;  // (option, path)
+  std::vector<std::string> inputs;
+  if (*run) {
+    outputs = {{"--svg", run_out.svg_file}, {"--trace", run_out.trace_file}};
+    inputs = {config};
+  } else if (*real_sub) {
+    outputs = {{"--report", real_options.report_file}, {"--trace", real_options.trace_file}};
+    inputs = {config};
+  } else if (*exp) {
+    outputs = {{"--output", export_options.output}};
+    inputs = {config};
+  } else if (*imp) {
+    outputs = {{"--output", import_options.output}};
+    inputs = {import_csv};
+  }  // report -o and check --junit against their inputs: cmd_report, cmd_check (every file)
+  if (const std::string clash = colliding_outputs(outputs, inputs); !clash.empty()) {
+    std::cerr << "ppsim: error: " << clash << "\n";
     return kBadInput;
   }
   // Configs may carry the executor's `real` and `model` sections whatever the subcommand.

@@ -418,6 +418,10 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
 int real_body(const std::string& path, const RealOptions& o, const CommonOptions& common) {
   real::register_settings_section();
   config::Config cfg = config::load_config(path, common.overrides);
+  for (const auto& input : read_files(cfg)) {  // the config and the CSV it reads
+    refuse_input_as_output("--trace", o.trace_file, input);
+    refuse_input_as_output("--report", o.report_file, input);
+  }
   real::Settings settings = real::settings_of(cfg);
   apply_options(settings, o);
   const config::Prepared prepared =

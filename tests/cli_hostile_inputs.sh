@@ -64,5 +64,30 @@ sleep 0.2
 expect 0 run "$tmp/f.json"
 wait $writer
 
+# --- two outputs naming one file through different paths, and the CSV a config reads, by
+# identity (device and inode, or the same name in the same directory before it exists)
+expect 2 run "$tmp/c.json" --svg "$tmp/o.svg" --trace "$tmp/./o.svg"
+has "--svg and --trace name the same file"
+ln -s o2.svg "$tmp/to-o2.svg"
+expect 2 run "$tmp/c.json" --svg "$tmp/o2.svg" --trace "$tmp/to-o2.svg"
+has "--svg and --trace name the same file"
+[ -e "$tmp/o2.svg" ] && bad "an output was written" || good "nothing written"
+cp "$SRC/tests/data/torch/zb1p_2rank_2stagep_comms.csv" "$tmp/z.csv"; cp "$tmp/z.csv" "$tmp/z.orig"
+printf '{"schedule": {"kind": "torch-csv", "file": "z.csv"}}' >"$tmp/zc.json"
+expect 2 run "$tmp/zc.json" --trace "$tmp/z.csv"
+has "is the input file $tmp/z.csv"
+same "$tmp/z.csv" "$tmp/z.orig"
+ln "$tmp/z.csv" "$tmp/z-hard.csv"
+expect 2 run "$tmp/zc.json" --svg "$tmp/z-hard.csv"
+same "$tmp/z.csv" "$tmp/z.orig"
+expect 2 report "$tmp/c.json" -o "$tmp/./c.json"
+same "$tmp/c.json" "$tmp/c.orig"
+ln "$tmp/c.json" "$tmp/c-hard.json"
+expect 2 check "$tmp/c.json" --junit "$tmp/c-hard.json"
+has "is one of the files to check"
+same "$tmp/c.json" "$tmp/c.orig"
+expect 2 export "$tmp/c.json" -o "$tmp/link.json"
+same "$tmp/c.json" "$tmp/c.orig"
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

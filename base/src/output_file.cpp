@@ -10,6 +10,7 @@
 #include <climits>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <vector>
@@ -295,6 +296,31 @@ std::string resolve_output_path(const std::string& path) {
     p = link.starts_with('/') ? link : parent_dir(p) + "/" + link;
   }
   throw OutputError(fmt::format("{}: cannot write: {}", path, reason(ELOOP)));
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea != eb) return false;
+  // Neither exists yet: the same name in the same directory (a link's target, resolved).
+  std::string ta, tb;
+  try {
+    ta = resolve_output_path(a);
+    tb = resolve_output_path(b);
+  } catch (const OutputError&) {
+    return false;
+  }
+  const std::filesystem::path pa(ta), pb(tb);
+  if (pa.filename() != pb.filename()) return false;
+  struct stat da {
+  }, db{};
+  const std::string dir_a = parent_dir(ta), dir_b = parent_dir(tb);
+  if (::stat(dir_a.c_str(), &da) == 0 && ::stat(dir_b.c_str(), &db) == 0)
+    return da.st_dev == db.st_dev && da.st_ino == db.st_ino;
+  return std::filesystem::absolute(pa).lexically_normal() ==
+         std::filesystem::absolute(pb).lexically_normal();
 }
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {

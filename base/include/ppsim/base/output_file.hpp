@@ -121,6 +121,11 @@ class OutputFile {
 // until it names something that is not a link, or nothing. Throws OutputError on a loop.
 std::string resolve_output_path(const std::string& path);
 
+// Whether two paths name one file: by device and inode when both exist, else by the absolute,
+// normalized form of where each leads (resolve_output_path, and the directory's identity), so that
+// `o.svg`, `./o.svg` and a link to it are one file before it is written.
+bool same_file(const std::string& a, const std::string& b);
+
 // Makes sure descriptors 0, 1 and 2 are open, so that files opened later cannot take their place
 // (a trace file must never receive what was meant for a closed stdout). A closed one becomes
 // /dev/null opened for the other direction, so writing to a closed stdout still fails (EBADF).
