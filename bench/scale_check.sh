@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Time and peak memory of `ppsim` on inputs that grow in one dimension, to see that every pass is
 # linear (or n log n) in ops + ranks: 1F1B with one microbatch over 25k..200k ranks (each comm
-# style, and the blocking deadlock), a 2-op custom program with microbatch id 10^4..10^8, and a
-# WAIT on 1k..65k request ids (valid: the WAIT completes; invalid: every id unknown).
+# style, and the blocking deadlock), a PyTorch CSV chain of 4k..32k ranks, a 2-op custom program
+# with microbatch id 10^4..10^8, and a WAIT on 1k..65k request ids (valid: the WAIT completes;
+# invalid: every id unknown).
 # Usage: bench/scale_check.sh [PPSIM] (default: build/cli/ppsim). Needs GNU time.
 set -euo pipefail
 PPSIM=${1:-build/cli/ppsim}
@@ -29,6 +30,13 @@ echo "# 1F1B blocking deadlock (the cycle search walks a chain as long as the ra
 for P in 25000 50000 100000 200000; do
   measure "check 1f1b-blocking-deadlock ranks=$P" "$PPSIM" check \
     "$SRC/configs/1f1b-blocking-deadlock.json" --set schedule.ranks=$P
+done
+
+echo "# PyTorch compute-only CSV, one stage per rank (rF0,rB0): the torch lowering's rounds"
+for P in 4000 8000 16000 32000; do
+  python3 -c "import sys; sys.stdout.write(''.join(f'{r}F0,{r}B0\\n' for r in range($P)))" \
+    >"$TMP/chain$P.csv"
+  measure "check chain CSV ranks=$P" "$PPSIM" check "$TMP/chain$P.csv"
 done
 
 echo "# custom 0F<id>,0B<id>: tables sized by the ops, not by the largest id"

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 #include <set>
 #include <unordered_set>
 
@@ -188,39 +190,30 @@ Program lower_program(const Program& input, const LoweringOptions& options, cons
     return s.count(key(OpKind::I, local, part.microbatch)) > 0 ||
            s.count(key(OpKind::B, local, part.microbatch)) > 0;
   };
-  while (left > 0) {
-    bool progress = false;
-    for (int r = 0; r < P; ++r) {
-      const auto ru = static_cast<std::size_t>(r);
-      if (head[ru] >= slots[ru].size()) continue;
-      const std::int64_t slot = slots[ru][head[ru]];
-      if (slot >= 0) {
-        const Op& op = compute.ops(r)[static_cast<std::size_t>(slot)];
-        bool all = true;
-        sem.for_each_part(r, op, [&](const Op& part) { all = all && ready(r, part); });
-        if (!all) continue;
-        if (is_composite(op.kind))
-          comms.push_composite(r, op.kind, compute.parts(r, op));
-        else
-          comms.push(r, op);
-        sem.for_each_part(r, op, [&](const Op& part) {
-          seen[ru].insert(key(part));
-          if (auto send = sem.output_send(part)) {
-            comms.push(r, *send);
-            const int peer = sem.peer_stage(*send);
-            const Op recv = Op::comm(send->kind == OpKind::SEND_F ? OpKind::RECV_F : OpKind::RECV_B,
-                                     peer, part.microbatch);
-            const int to = compute.rank_of(peer);
-            comms.push(to, recv);
-            seen[static_cast<std::size_t>(to)].insert(key(recv));
-          }
-        });
-      }
-      ++head[ru];
-      --left;
-      progress = true;
+  // PyTorch's _add_send_recv goes round the ranks in order, each placing at most its next step
+  // per round when that step's input is there. A rank whose step is not ready stays so until a
+  // receive is placed on it, so only ranks that can move are visited: the same rounds in the same
+  // order, linear in the steps instead of ranks x rounds (a chain of P ranks takes P rounds).
+  std::vector<char> awake(static_cast<std::size_t>(P), 1);    // in this round or the next
+  std::vector<char> current(static_cast<std::size_t>(P), 0);  // in this round, not yet visited
+  std::priority_queue<int, std::vector<int>, std::greater<>> round;
+  std::vector<int> next;
+  for (int r = 0; r < P; ++r)
+    if (!slots[static_cast<std::size_t>(r)].empty()) next.push_back(r);
+  int at = -1;  // the rank being visited
+  auto wake = [&](int rank) {
+    const auto ru = static_cast<std::size_t>(rank);
+    if (awake[ru] || head[ru] >= slots[ru].size()) return;
+    awake[ru] = 1;
+    if (rank > at) {  // still ahead in this round: visited in it, as the full loop would
+      current[ru] = 1;
+      round.push(rank);
+    } else {
+      next.push_back(rank);
     }
-    if (!progress) {
+  };
+  while (left > 0) {
+    if (next.empty()) {
       std::vector<std::string> stuck;
       for (int r = 0; r < P && stuck.size() < 4; ++r) {
         const auto ru = static_cast<std::size_t>(r);
@@ -235,6 +228,52 @@ Program lower_program(const Program& input, const LoweringOptions& options, cons
                       "has its input ({}); PyTorch rejects this schedule as malformed",
                       fmt::join(stuck, ", ")));
     }
+    for (const int r : next) {
+      current[static_cast<std::size_t>(r)] = 1;
+      round.push(r);
+    }
+    next.clear();
+    while (!round.empty()) {
+      const int r = round.top();
+      round.pop();
+      at = r;
+      const auto ru = static_cast<std::size_t>(r);
+      current[ru] = 0;
+      const std::int64_t slot = slots[ru][head[ru]];
+      if (slot >= 0) {
+        const Op& op = compute.ops(r)[static_cast<std::size_t>(slot)];
+        bool all = true;
+        sem.for_each_part(r, op, [&](const Op& part) { all = all && ready(r, part); });
+        if (!all) {
+          awake[ru] = 0;  // until a receive is placed on it
+          continue;
+        }
+        if (is_composite(op.kind))
+          comms.push_composite(r, op.kind, compute.parts(r, op));
+        else
+          comms.push(r, op);
+        sem.for_each_part(r, op, [&](const Op& part) {
+          seen[ru].insert(key(part));
+          if (auto send = sem.output_send(part)) {
+            comms.push(r, *send);
+            const int peer = sem.peer_stage(*send);
+            const Op recv = Op::comm(send->kind == OpKind::SEND_F ? OpKind::RECV_F : OpKind::RECV_B,
+                                     peer, part.microbatch);
+            const int to = compute.rank_of(peer);
+            comms.push(to, recv);
+            seen[static_cast<std::size_t>(to)].insert(key(recv));
+            wake(to);
+          }
+        });
+      }
+      ++head[ru];
+      --left;
+      if (head[ru] < slots[ru].size())
+        next.push_back(r);
+      else
+        awake[ru] = 0;
+    }
+    at = -1;
   }
   return torch_runtime(comms);
 }
