@@ -424,6 +424,7 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
   }
   real::Settings settings = real::settings_of(cfg);
   apply_options(settings, o);
+  settings.max_memory = common.max_memory;
   const config::Prepared prepared =
       config::prepare(cfg, {common.max_memory, config::Workload::trace});
   const auto world = world_for(cfg, settings);

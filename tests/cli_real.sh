@@ -37,6 +37,13 @@ expect 2 real "$SRC/configs/1f1b.json" --time-scale 10s --set comm.latency=1e9
 contains "key 'comm.latency': one transfer would take 1e+10 s of wall clock"
 expect 2 real "$SRC/configs/1f1b.json" --time-scale 10s --set costs.forward=1e9
 contains "key 'costs': the busiest rank's compute would take"
+# Real buffers count against --max-memory: an explicit memory scale whose buffers could pass it is
+# refused, the chosen one fits them, and a limit with no room left is refused.
+expect 2 real "$SRC/configs/1f1b.json" --time-scale 0 --max-memory 1G --memory-scale 1
+contains "key 'real.memory_scale': at memory scale 1 the run could allocate 1.758e+10 bytes"
+expect 0 real "$SRC/configs/1f1b.json" --time-scale 0 --max-memory 128M
+expect 2 real "$SRC/configs/1f1b.json" --time-scale 0 --max-memory 17M
+contains "leaves no room for the run's real buffers"
 # Too many ranks for the backend: refused before the prediction is simulated (nothing else
 # printed before the error: no prediction, no progress line).
 expect 2 real "$SRC/configs/1f1b.json" --set schedule.ranks=100000 --set schedule.microbatches=1

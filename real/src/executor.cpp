@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <latch>
+#include <limits>
 #include <thread>
 #include <tuple>
 
 #include "ppsim/config/error.hpp"
+#include "ppsim/config/resources.hpp"
 #include "ppsim/model/op_duration.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/transport.hpp"
@@ -37,8 +39,8 @@ constexpr double kTieWindow = 0.02;
 constexpr double kRealBudget = 256.0 * 1024 * 1024;
 
 // Every byte the run could allocate, in the model: each F's stash, each comm op's buffer, the
-// static bytes. The default memory scale keeps that within kRealBudget of real memory.
-double auto_memory_scale(const schedules::Program& p, const model::Model& m) {
+// static bytes.
+double modelled_bytes(const schedules::Program& p, const model::Model& m) {
   double bytes = 0;
   for (int r = 0; r < p.ranks(); ++r)
     for (const auto& op : p.ops(r)) {
@@ -46,8 +48,22 @@ double auto_memory_scale(const schedules::Program& p, const model::Model& m) {
       if (op.kind == schedules::OpKind::F || schedules::is_composite(op.kind))
         bytes += static_cast<double>(m.memory.activation_bytes);
     }
-  bytes += static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.stages());
-  return bytes > kRealBudget ? kRealBudget / bytes : 1.0;
+  return bytes + static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.stages());
+}
+
+// Real bytes that --max-memory leaves for the buffers beside the estimate of the run's own tables
+// (config::estimated_bytes); negative: none. Unlimited without --max-memory.
+double room_for_buffers(const config::Prepared& prepared, const Settings& s) {
+  if (s.max_memory == 0) return std::numeric_limits<double>::infinity();
+  const double rest =
+      config::estimated_bytes(config::estimate_ops(prepared.config), config::Workload::trace);
+  return static_cast<double>(s.max_memory) - rest;
+}
+
+// The default memory scale keeps every byte the run could allocate within the budget.
+double auto_memory_scale(const schedules::Program& p, const model::Model& m, double budget) {
+  const double bytes = modelled_bytes(p, m);
+  return bytes > budget ? budget / bytes : 1.0;
 }
 
 // The hazards the ranks see as they run (rank_runner.cpp); validation reports the same ones
@@ -239,6 +255,25 @@ void check_runnable(const config::Prepared& prepared, const ExecOptions& options
         c.source, "schedule.ranks",
         fmt::format("the {} backend runs a thread per rank: at most {} ranks, got {}", s.backend,
                     kMaxRanks, p.ranks()));
+  // The real buffers within --max-memory: an explicit --memory-scale whose buffers could pass it
+  // is refused; the chosen scale fits them in what is left (and there must be some left).
+  if (s.max_memory > 0) {
+    const double room = room_for_buffers(prepared, s);
+    const double need = modelled_bytes(p, prepared.model) * s.memory_scale;
+    if (room < 1024.0 * 1024)
+      throw config::ConfigError(
+          c.source, "real.memory_scale",
+          fmt::format("--max-memory {:.0f} B leaves no room for the run's real buffers beside "
+                      "its tables; raise --max-memory",
+                      static_cast<double>(s.max_memory)));
+    if (s.memory_scale > 0 && need > room)
+      throw config::ConfigError(
+          c.source, "real.memory_scale",
+          fmt::format("at memory scale {} the run could allocate {:.4g} bytes of real buffers, "
+                      "more than the {:.4g} that --max-memory leaves; lower the memory scale or "
+                      "leave it to be chosen",
+                      s.memory_scale, need, room));
+  }
   // Wall times past the clock's exact range would overflow it (a run "finished" in 0.02 ms):
   // one transfer, or the compute of the busiest rank, at this time scale.
   if (s.time_scale > 0) {
@@ -302,9 +337,11 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   (void)sem.cell_count();  // indexes the cells now: the ranks' threads then only read it
   auto transport = ti->make();
   auto compute = ci->make();
-  ex.memory_scale = s.memory_scale > 0        ? s.memory_scale
-                    : compute->holds_memory() ? 0.0
-                                              : auto_memory_scale(p, prepared.model);
+  ex.memory_scale = s.memory_scale > 0 ? s.memory_scale
+                    : compute->holds_memory()
+                        ? 0.0
+                        : auto_memory_scale(p, prepared.model,
+                                            std::min(kRealBudget, room_for_buffers(prepared, s)));
   std::vector<Iteration> kept;
   const int total = s.warmup + s.iterations;
   for (int i = 0; i < total; ++i) {

@@ -41,13 +41,14 @@ struct ExecOptions {
   World* world = nullptr;
 };
 
+// What execute() refuses before it starts (an unknown backend or compute, a rank count the
+// backend cannot run, a launcher that does not fit, times the clock cannot hold, real buffers past
+// --max-memory): throws config::ConfigError naming the key. Cheap: callers run it before anything
+// costly (ppsim real, before its prediction).
+void check_runnable(const config::Prepared& prepared, const ExecOptions& options);
 // `prepared` as from config::prepare. Throws config::ConfigError for settings the backend cannot
 // honour (unknown backend, I/W without split costs, ...). A program validation rejects as fatal is
 // not run: the record holds its diagnostics and no metrics.
-// What execute() refuses before it starts (an unknown backend or compute, a rank count the
-// backend cannot run, a launcher that does not fit): throws config::ConfigError naming the key.
-// Cheap: callers run it before anything costly (ppsim real, before its prediction).
-void check_runnable(const config::Prepared& prepared, const ExecOptions& options);
 Execution execute(const config::Prepared& prepared, const ExecOptions& options);
 
 const char* to_string(Outcome outcome);

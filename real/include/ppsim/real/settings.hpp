@@ -1,6 +1,7 @@
 #pragma once
 // The executor's settings: the config's `real` section (registered with config::SectionRegistry,
 // so neither the config library nor the simulator knows it), then the command line's overrides.
+#include <cstdint>
 #include <string>
 
 #include "ppsim/config/config.hpp"
@@ -15,6 +16,9 @@ struct Settings {
   int iterations = 1;                // measured runs (the median one is reported)
   int warmup = 0;                    // runs before them, not reported
   double hang_timeout = 2.0;  // seconds with every unfinished rank blocked and nothing moving
+  // The process's memory limit (--max-memory; not a config key), 0: none. Real buffers count
+  // against it beside the estimate of the run's own tables.
+  std::uint64_t max_memory = 0;
 };
 
 // Bounds of the settings (each one an error naming the key or option beyond it).
