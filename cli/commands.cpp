@@ -14,6 +14,7 @@
 #include "check_inputs.hpp"
 #include "junit.hpp"
 #include "messages.hpp"
+#include "ppsim/base/human_bytes.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/base/parallel_for.hpp"
 #include "ppsim/config/prepare.hpp"
@@ -272,7 +273,8 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
 }
 
 std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
-                                         const SweepOptions& sweep, const CommonOptions& common) {
+                                         const SweepOptions& sweep, const CommonOptions& common,
+                                         config::Workload kept) {
   config::SweepAxes axes{split_list("--schedules", sweep.schedules),
                          parse_positive_list("--microbatches", sweep.microbatches),
                          parse_positive_list("--chunks", sweep.chunks)};
@@ -300,6 +302,19 @@ std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
       continue;
     }
     for (auto& one : config::sweep(base, axes)) points.push_back(std::move(one));
+  }
+  // Every run's record is kept until the table is printed: the points' sum must fit, not only
+  // each point (each is checked against --max-memory when it is prepared).
+  if (common.max_memory > 0 && points.size() > 1) {
+    double sum = config::kBaseBytes;
+    for (const auto& p : points)
+      sum += config::estimated_bytes(config::estimate_ops(p), kept) - config::kBaseBytes;
+    if (sum > static_cast<double>(common.max_memory))
+      throw UsageError(fmt::format(
+          "the {} runs keep about {} of records in all, above --max-memory {}; run fewer "
+          "points (--schedules, --microbatches, --chunks, configs) or raise --max-memory",
+          points.size(), base::human_bytes(sum, 1),
+          base::human_bytes(static_cast<double>(common.max_memory), 1)));
   }
   return points;
 }

@@ -84,8 +84,11 @@ int cmd_report(const std::vector<std::string>& configs, const std::string& outpu
 // `sweep` asks for one (options checked as `compare` does: UsageError naming the option), in
 // order; and the error handling of every subcommand (bad input and output errors: a message
 // naming `source` on stderr, exit 2).
+// `kept`: what each run's record holds until the end (compare: the program; report: its trace too),
+// for the check that all of them fit in --max-memory.
 std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
-                                         const SweepOptions& sweep, const CommonOptions& common);
+                                         const SweepOptions& sweep, const CommonOptions& common,
+                                         config::Workload kept = config::Workload::program);
 int run_guarded(const std::string& source, const std::function<int()>& body);
 
 // `ppsim real` (docs/EXECUTOR.md). Values as typed, checked by cmd_real so that errors name the

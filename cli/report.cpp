@@ -28,7 +28,8 @@ int cmd_report(const std::vector<std::string>& paths, const std::string& output,
     }
     // Every config is read before the output is opened or anything runs: a bad file fails fast
     // and leaves no file behind.
-    const std::vector<config::Config> configs = sweep_points(paths, sweep, common);
+    const std::vector<config::Config> configs =
+        sweep_points(paths, sweep, common, config::Workload::trace);
     base::OutputFile out(output);
     std::vector<record::RunRecord> runs;
     runs.reserve(configs.size());

@@ -27,6 +27,11 @@ expect 2 "key 'schedule.microbatches': too large to index" \
   check "$cfg" --set schedule.microbatches=100000000
 expect 2 "key 'schedule.microbatches'" check "$cfg" --set schedule.microbatches=100000000 --max-memory 0
 expect 2 "key 'schedule.ranks'" export "$cfg" --set schedule.ranks=100000000
+# A sweep keeps every run's record: the sum of its points must fit, not only each one.
+expect 2 "the 30 runs keep about 924.5 MiB of records in all, above --max-memory 100.0 MiB" \
+  compare "$cfg" --microbatches "$(seq -s, 1000 1000 30000)" --max-memory 100M
+expect 0 "1f1b-p4-m8/1f1b/M30000" compare "$cfg" --microbatches "$(seq -s, 1000 1000 30000)" \
+  --max-memory 2G
 # Above --max-memory: the message names the key, the need and the limit.
 expect 2 "key 'schedule.microbatches': too large for memory: the run needs about 9.6 GiB" \
   run "$cfg" --set schedule.ranks=8 --set schedule.microbatches=2000000 --max-memory 1G
