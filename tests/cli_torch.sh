@@ -96,6 +96,15 @@ printf '0F0,0B0\n' > "$tmp/one.csv"
 expect 0 export "$tmp/one.csv" --format torch-csv
 printf '{"schedule": {"kind": "custom", "ops": ["0F0,0B0", "IDLE"]}}' > "$tmp/idle.json"
 expect_error "rank 1 has no op to write" export "$tmp/idle.json" --format torch-csv
+# Megabytes of blank lines after a row: refused at the first (row 2) without reading the rest
+# into memory (it took 1.7 GB for 15 MB of them); peak memory checked where GNU time is.
+python3 -c "import sys; sys.stdout.write('0F0,0B0\\n' + '\\n' * 15000000 + 'junk\\n')" >"$tmp/blank.csv"
+expect_error "row 2 (rank 1), cell 1: no actions in this row" check "$tmp/blank.csv"
+if [ -x /usr/bin/time ]; then
+  /usr/bin/time -f "%M" -o "$tmp/rss" "$PPSIM" check "$tmp/blank.csv" >/dev/null 2>&1
+  kb=$(tail -1 "$tmp/rss")
+  if [ "$kb" -lt 400000 ]; then echo "ok: blank lines: $kb KB"; else echo "FAIL: blank lines took $kb KB"; fail=1; fi
+fi
 # A file name with a NUL is refused, not cut at the NUL and read.
 cp "$D/zb1p_2rank_2stagep_compute.csv" "$tmp/zb.csv"
 printf '{"schedule": {"kind": "torch-csv", "file": "zb.csv\\u0000junk"}}' > "$tmp/nul.json"

@@ -174,6 +174,9 @@ TorchCsv parse_torch_csv(std::string_view text) {
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
     if (line.ends_with('\r')) line.remove_suffix(1);
     rows.push_back(split_row(line, static_cast<int>(rows.size()) + 1));
+    // A row without an action is an error (below): the rows after it are not read, so that
+    // megabytes of blank lines cost no more than the first of them.
+    if (std::ranges::all_of(rows.back(), [](const Cell& c) { return c.text.empty(); })) break;
   }
   TorchCsv out;
   bool comms = false;
