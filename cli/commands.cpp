@@ -434,7 +434,8 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
                       return cfg.program->locate(*a.program, rank, position);
                     };
                     const int c = a.ok() ? kOk : kWrong;
-                    const std::string text = viz::check_text(a, path, locate);
+                    const std::string text =
+                        viz::check_text(a, path, locate, !common.overrides.empty());
                     if (json) {
                       nlohmann::json entry = viz::check_json(a, path, locate);
                       entry["exit_code"] = c;

@@ -134,6 +134,12 @@ if [ -w /dev/full ]; then
   [ $? = 2 ] && good "stdout full -> 2" || bad "stdout full: not 2"
   [ -e "$tmp/full.xml" ] && bad "a report was written although stdout failed" || good "no report when stdout failed"
 fi
+# After --set, the name (which describes the file as written) is followed by what ran.
+expect 0 check "$SRC/configs/1f1b-blocking-deadlock.json" --set comm.style=batched
+has "(1f1b-all-blocking (deadlocks); ran: 1f1b, batched/tag)"
+expect 1 check "$SRC/configs/1f1b-blocking-deadlock.json"
+lacks "; ran:"
+
 # Symbolic links in a diamond (each directory linking twice to the next, 18 levels: 2^18 paths
 # to the last one) are walked once per directory: the config below is checked once.
 mkdir -p "$tmp/diamond/d18"

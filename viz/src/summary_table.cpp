@@ -56,15 +56,17 @@ std::string summary_text(const record::RunRecord& a) {
 }
 
 std::string check_text(const record::RunRecord& a, const std::string& path,
-                       const schedules::OpLocator& locate) {
-  if (a.ok()) return fmt::format("ok    {} ({})\n", shown(path), shown(a.info.name));
+                       const schedules::OpLocator& locate, bool overridden) {
+  const std::string name = overridden ? fmt::format("{}; ran: {}, {}", shown(a.info.name),
+                                                    a.info.schedule, a.info.comm_label())
+                                      : shown(a.info.name);
+  if (a.ok()) return fmt::format("ok    {} ({})\n", shown(path), name);
   auto where = [&](int rank, int position) -> std::string {
     if (!locate || rank < 0 || position < 0) return "";
     const auto at = locate(rank, position);
     return at ? fmt::format(" [{}]", at->where) : "";
   };
-  std::string out =
-      fmt::format("FAIL  {} ({}): {}\n", shown(path), shown(a.info.name), a.verdict().text());
+  std::string out = fmt::format("FAIL  {} ({}): {}\n", shown(path), name, a.verdict().text());
   if (a.deadlock) {
     // Each line indented, built in one pass (replacing in place moved the tail once per line).
     const std::string d = a.deadlock->describe();

@@ -13,8 +13,11 @@ std::string summary_text(const record::RunRecord& run);
 // The `ppsim check` lines of one config: "ok    PATH (NAME)" or FAIL with the explanation: the
 // deadlock, a `stuck:` line per blocked op, and the diagnostics; `locate` adds where each op was
 // written (programs read from text).
+// `overridden`: the config was changed by --set, so the schedule and comm style that ran are
+// shown beside its name ("1f1b-all-blocking (deadlocks); ran: 1f1b, batched/tag"), which may
+// describe the file as it is without them.
 std::string check_text(const record::RunRecord& run, const std::string& config_path,
-                       const schedules::OpLocator& locate = {});
+                       const schedules::OpLocator& locate = {}, bool overridden = false);
 // Rows whose lowering held a rank on its own sends for more than this share of the makespan
 // (RunRecord::send_hold) are footnoted: the schedule ran slower than its program allows.
 inline constexpr double kStallShare = 0.05;
