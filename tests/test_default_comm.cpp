@@ -28,13 +28,8 @@ namespace {
 
 // The bundled configs of generated schedules, with the comm style and prefetch taken out.
 std::vector<config::Config> bundled_without_style() {
-  std::vector<std::string> paths;
-  for (const auto& e :
-       std::filesystem::directory_iterator(std::string(PPSIM_SOURCE_DIR) + "/configs"))
-    if (e.path().extension() == ".json") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
   std::vector<config::Config> out;
-  for (const auto& path : paths) {
+  for (const auto& path : test::bundled_configs()) {
     json j = json::parse(std::ifstream(path));
     if (!schedules::Registry::instance().find(j["schedule"]["kind"].get<std::string>())) continue;
     if (j.contains("comm")) {

@@ -317,15 +317,6 @@ config::Config bench_like(const std::string& kind, int P, int M, int V, const st
   return config::parse_config(j, "stream-test.json");
 }
 
-std::vector<std::string> bundled_configs() {
-  std::vector<std::string> out;
-  for (const auto& e :
-       std::filesystem::directory_iterator(std::string(PPSIM_SOURCE_DIR) + "/configs"))
-    if (e.path().extension() == ".json") out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("trace format from the file name", "[trace]") {
@@ -453,7 +444,7 @@ TEST_CASE("counters are written only when their value changes", "[trace]") {
 // [threads]: with two cores or more the file's bytes go through the background writer thread.
 TEST_CASE("a trace streamed during the run equals the one written from the recorded run",
           "[trace][threads]") {
-  for (const auto& path : bundled_configs()) {
+  for (const auto& path : test::bundled_configs()) {
     INFO(path);
     const config::Config config = config::load_config(path);
     for (auto format : {viz::TraceFormat::json, viz::TraceFormat::perfetto}) {
