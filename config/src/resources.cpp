@@ -282,9 +282,6 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     std::vector<std::uint64_t> pairs;                 // overlapped pairs by their forward's stage
     std::uint64_t sends = 0;
   };
-  std::vector<double> chunks(static_cast<std::size_t>(p.ranks()), 0);
-  for (const auto& pl : p.placement())
-    if (pl.rank >= 0 && pl.rank < p.ranks()) ++chunks[static_cast<std::size_t>(pl.rank)];
   auto check_rank = [&](int r, Tally& tally) {
     // Counted in integers (exact, and a double's ++ made one long dependency chain over every op)
     // and in locals (through `tally` every ++ was a store), turned into doubles where used.
@@ -313,7 +310,7 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     tally.sends += sends;
     // The most a rank can hold at once: all it ever takes, none of it freed.
     const double statics = static_cast<double>(m.memory.static_bytes) *
-                           chunks[static_cast<std::size_t>(r)],
+                           static_cast<double>(p.chunks_on(r)),
                  stashes =
                      static_cast<double>(m.memory.activation_bytes) * static_cast<double>(f_parts),
                  buffers =

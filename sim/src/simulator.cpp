@@ -209,14 +209,16 @@ class Engine {
   }
 
   // The endpoint of rank r's request, or kRetired once a WAIT on it has returned.
+  // The endpoint of a rank's request (kRetired once waited), kNoEndpoint if never posted.
+  static std::int32_t posted_endpoint(const RankState& rs, std::int32_t request) {
+    if (request >= 0 && request < rs.dense_limit)
+      return rs.request_ep[static_cast<std::size_t>(request)];
+    const auto it = rs.sparse_request_ep.find(request);
+    return it == rs.sparse_request_ep.end() ? kNoEndpoint : it->second;
+  }
   std::int32_t request_endpoint(int r, std::int32_t request) const {
-    const RankState& rs = ranks_[static_cast<std::size_t>(r)];
-    if (request >= 0 && request < rs.dense_limit) {
-      const std::int32_t ep = rs.request_ep[static_cast<std::size_t>(request)];
-      if (ep != kNoEndpoint) return ep;
-    } else if (auto it = rs.sparse_request_ep.find(request); it != rs.sparse_request_ep.end()) {
-      return it->second;
-    }
+    const std::int32_t ep = posted_endpoint(ranks_[static_cast<std::size_t>(r)], request);
+    if (ep != kNoEndpoint) return ep;
     throw SimulationError(
         fmt::format("rank {}: WAIT on request #{} that was never posted", r, request));
   }
@@ -273,11 +275,7 @@ class Engine {
     double ready = from;
     auto waits_for = [&](const Op& wait) {  // false: a request not yet posted
       for (const std::int32_t request : p_.wait_ids(r, wait)) {
-        std::int32_t id = kNoEndpoint;
-        if (request >= 0 && request < rs.dense_limit)
-          id = rs.request_ep[static_cast<std::size_t>(request)];
-        else if (auto it = rs.sparse_request_ep.find(request); it != rs.sparse_request_ep.end())
-          id = it->second;
+        const std::int32_t id = posted_endpoint(rs, request);
         if (id == kNoEndpoint) return false;
         if (id >= 0 && !eps_[static_cast<std::size_t>(id)].send)
           ready = std::max(ready, waited_time(id));
@@ -746,8 +744,6 @@ class Engine {
     SimResult res;
     res.per_rank.resize(static_cast<std::size_t>(R_));
     bool stuck = false;
-    std::vector<int> chunks(static_cast<std::size_t>(R_), 0);
-    for (const auto& pl : p_.placement()) ++chunks[static_cast<std::size_t>(pl.rank)];
     for (int r = 0; r < R_; ++r) {
       RankState& rs = ranks_[static_cast<std::size_t>(r)];
       mem_.flush_releases(rs, kNever);
@@ -757,7 +753,7 @@ class Engine {
         rs.end = rs.block == Block::none ? rs.end : rs.blocked_since;
       }
       if (rs.start < 0) rs.start = 0;
-      const std::int64_t fixed = o_.memory.static_bytes * chunks[static_cast<std::size_t>(r)];
+      const std::int64_t fixed = o_.memory.static_bytes * p_.chunks_on(r);
       record::RankMetrics& m = res.per_rank[static_cast<std::size_t>(r)];
       m.rank = r;
       m.start = rs.start;

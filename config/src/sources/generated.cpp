@@ -34,13 +34,13 @@ class GeneratedSpec : public ProgramSpec {
   }
   bool sweepable() const override { return true; }
   schedules::LoweringOptions default_comm() const override {
-    const schedules::DefaultComm& d = schedules::Registry::instance().find(kind_)->default_comm;
+    const schedules::Generator& g = *schedules::Registry::instance().find(kind_);
+    const schedules::DefaultComm& d = g.default_comm;
     schedules::LoweringOptions out;
     out.style = d.style;
     if (d.params) {
       try {  // the generator's own defaults filled in (chunks, ...)
-        out.params = d.params(schedules::resolve(
-            schedules::Registry::instance().find(kind_)->params, params_, kind_));
+        out.params = d.params(schedules::resolve(g.params, params_, kind_));
       } catch (const schedules::ParameterError&) {
         // Bad schedule parameters are reported by build(), naming the key.
       }
