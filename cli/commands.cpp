@@ -370,6 +370,8 @@ std::string verdict_type(record::VerdictKind kind) {
       return "hang";
     case record::VerdictKind::invalid:
       return "invalid";
+    case record::VerdictKind::out_of_memory:
+      return "out_of_memory";
   }
   return "wrong";
 }
@@ -382,6 +384,8 @@ std::string failure_message(const record::RunRecord& a) {
     first = first.substr(0, first.find('\n'));
   } else if (!a.diagnostics.empty()) {
     first = a.diagnostics.front().kind + ": " + a.diagnostics.front().message;
+  } else if (!a.out_of_memory.empty()) {
+    first = a.out_of_memory.front().describe();
   }
   // A cycle over thousands of ranks is one long line: the message stays short, the text has it.
   return first.empty() ? a.verdict().text() : a.verdict().text() + ": " + base::excerpt(first, 400);

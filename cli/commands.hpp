@@ -76,6 +76,8 @@ struct ExportOptions {
 int cmd_import(const std::string& csv, const ImportOptions& options, const CommonOptions& common);
 int cmd_export_torch(const std::string& config, const ExportOptions& options,
                      const CommonOptions& common);
+// `ppsim model`: the costs and memory derived from `model` + `hardware` (cli/model.cpp).
+int cmd_model(const std::string& config, bool json, const CommonOptions& common);
 // `ppsim report`: one self-contained HTML file (cli/report.cpp).
 int cmd_report(const std::vector<std::string>& configs, const std::string& output,
                const std::string& title, const SweepOptions& sweep, const CommonOptions& common);

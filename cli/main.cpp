@@ -113,6 +113,14 @@ int run_cli(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "list schedules and their parameters");
 
+  bool model_json = false;
+  auto* model_sub = app.add_subcommand(
+      "model", "per-stage costs and memory derived from the config's model and hardware");
+  model_sub->add_option("config", config, "JSON config file with model and hardware sections")
+      ->required();
+  model_sub->add_flag("--json", model_json, "print one JSON object");
+  add_set(model_sub);
+
   // Values are checked by cmd_real so that each error names its option (docs/EXECUTOR.md).
   RealOptions real_options;
   auto* real_sub = app.add_subcommand(
@@ -259,12 +267,12 @@ int run_cli(int argc, char** argv) {
 #endif
   ppsim::real::register_mpi_backend();  // (a plugin, loaded only when a run asks for it)
   ppsim::real::register_settings_section();
-  ppsim::real::register_model_section();
   if (*run) return cmd_run(config, run_out, common);
   if (*real_sub) return cmd_real(config, real_options, common);
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);
   if (*check) return cmd_check(configs, json, junit_file, common);
   if (*list) return cmd_list();
+  if (*model_sub) return cmd_model(config, model_json, common);
   if (*exp && (export_options.format != "text" || export_options.compute_only ||
                !export_options.output.empty()))
     return export_options.format == "text"

@@ -67,6 +67,22 @@ overlap = {"schedule": {"kind": "custom", "ops":
     "costs": {"forward": 1, "backward": 2}}
 seeds["pipeline"].append(json.dumps(overlap))
 seeds["oplist"].append(overlap["schedule"]["ops"])
+# Costs derived from a model and a GPU (docs/MODEL.md): each bundled model at a small M, and a
+# few layouts as overrides.
+for c in sorted((root / "configs" / "models").glob("*.json")):
+    j = json.loads(c.read_text())
+    j["schedule"]["microbatches"] = min(j["schedule"]["microbatches"], 4)
+    seeds["config"].append(json.dumps(j))
+    seeds["pipeline"].append(json.dumps(j, indent=1))
+llama = json.loads((root / "configs" / "models" / "llama3-8b.json").read_text())
+llama["schedule"].update(kind="1f1b", microbatches=4)
+for s in [["model.recompute=\"full\"", "model.sequence_parallel=false"],
+          ["model.experts=8", "model.top_k=2", "model.moe_ffn_hidden=2048"],
+          ["hardware.memory_bytes=1000000000", "hardware.p2p=\"ib-ndr\""],
+          ["model.layers_per_stage=[7,9,9,7]", "costs.forward=2"]]:
+    t = json.dumps(llama) + "".join("\0" + a for a in s)
+    seeds["config"].append(t)
+    seeds["pipeline"].append(t)
 # A few malformed JSON documents (the reader's error paths).
 for bad in ['{"schedule": {"kind": "1f1b", "ranks": 4,\n}', '{"a":[1,2', "", "[]", '{"schedule": 1}']:
     seeds["config"].append(bad)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile-input harness (issue 6): generates a few hundred hostile inputs of at most 1 MB into a
-temporary directory and runs `ppsim check`, `ppsim run --json` and `ppsim run --trace` (a `.json`
-and a `.pftrace` file) on each, under `timeout` and `/usr/bin/time -f '%e %M'`. Run through
+temporary directory and runs `ppsim check`, `ppsim run --json`, `ppsim run --trace` (a `.json`
+and a `.pftrace` file) and `ppsim model --json` on each, under `timeout` and `/usr/bin/time -f '%e %M'`. Run through
 tests/hostile_inputs.sh.
 
     hostile_inputs.py PPSIM [--jobs N] [--timeout S] [--only SUBSTRING] [--keep DIR]
@@ -97,6 +97,24 @@ def generate(g):
     g.over("num-costs-per-stage-1e308", one, ['costs.per_stage={"1":{"forward":1e308}}'])
     g.over("num-bytes-1e18-bandwidth", one, ["comm.boundary_bytes=1e18", "comm.bandwidth=1"])
     g.over("num-latency-1e308-blocking", one, ["comm.latency=1e308", "comm.style=blocking"])
+
+    # The model and hardware sections (docs/MODEL.md): every size and figure, hostile values.
+    llama = ROOT / "configs" / "models" / "llama2-70b.json"
+    for key in ["model.layers", "model.hidden", "model.heads", "model.kv_heads",
+                "model.ffn_hidden", "model.vocab", "model.sequence_length",
+                "model.micro_batch_size", "model.tensor_parallel", "model.data_parallel",
+                "model.experts", "model.top_k", "hardware.memory_bytes",
+                "hardware.flops_efficiency", "hardware.peak_flops"]:
+        for v in values:
+            g.over(f"model-{key}={v}", llama, [f"{key}={v}"])
+    many = json.loads(llama.read_text())
+    many["model"]["layers_per_stage"] = [1] * 100000
+    g.file("model-layers-per-stage-100000", json.dumps(many))
+    g.over("model-huge-everything", llama, ["model.hidden=1048576", "model.sequence_length=16777216",
+                                            "model.micro_batch_size=65536", "model.vocab=1073741824",
+                                            "model.heads=1048576", "model.kv_heads=1048576"])
+    g.over("model-p2p-object-junk", llama, ['hardware.p2p={"bandwidth":1e-300,"latency":1e-300}'])
+    g.over("model-ranks-100000", llama, ["schedule.ranks=100000", "model.layers=100000"])
 
     # Enormous sizes.
     for n in ("100000", "200000", "1000000", "1000000000"):
@@ -243,6 +261,8 @@ def run_one(ppsim, case, sub, tmo, work):
         args += ["check", path]
     elif sub == "run-json":
         args += ["run", "--json", path]
+    elif sub == "model-json":
+        args += ["model", "--json", path]
     else:  # run-trace (Chrome JSON) or run-pftrace (Perfetto protobuf)
         tdir = tempfile.mkdtemp(dir=work, prefix="trace-")
         trace_name = "trace.pftrace" if sub == "run-pftrace" else "trace.json"
@@ -253,7 +273,7 @@ def run_one(ppsim, case, sub, tmo, work):
     tf.close()
     cmd = ["/usr/bin/time", "-f", "%e %M", "-o", tf.name, "timeout", "-k", "5", str(tmo)] + args
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub in ("run-json", "check") else subprocess.DEVNULL,
+        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub in ("run-json", "check", "model-json") else subprocess.DEVNULL,
                            stderr=subprocess.PIPE)
     except OSError as e:  # e.g. an argument over the kernel's limit: the input is broken
         os.unlink(tf.name)
@@ -283,7 +303,7 @@ def run_one(ppsim, case, sub, tmo, work):
         v.append("nofile")
     if len(err) > ECHO_BYTES or (sub == "check" and len(p.stdout) > ECHO_BYTES and rc == 2):
         v.append("echo")
-    if rc in (0, 1) and sub == "run-json" and not valid_json(p.stdout):
+    if rc in (0, 1) and sub in ("run-json", "model-json") and not valid_json(p.stdout):
         v.append("badjson")
     if tdir:
         trace = os.path.join(tdir, trace_name)
@@ -305,7 +325,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=20)
     ap.add_argument("--only", default="")
-    ap.add_argument("--subcommands", default="check,run-json,run-trace,run-pftrace")
+    ap.add_argument("--subcommands", default="check,run-json,run-trace,run-pftrace,model-json")
     ap.add_argument("--keep", default="")
     a = ap.parse_args()
     ppsim = os.path.abspath(a.ppsim)

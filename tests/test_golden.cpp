@@ -1,5 +1,6 @@
-// Each configs/*.json is a golden test: its `ppsim run --json` summary must match
-// tests/golden/<name>.json. After a deliberate change, regenerate with scripts/update-golden.sh.
+// Each configs/*.json and configs/models/*.json is a golden test: its `ppsim run --json` summary
+// must match tests/golden/[models/]<name>.json. After a deliberate change, regenerate with
+// scripts/update-golden.sh.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -55,14 +56,16 @@ void diff(const json& got, const json& want, const std::string& path,
 TEST_CASE("Every example config reproduces its golden summary", "[golden]") {
   const fs::path root = PPSIM_SOURCE_DIR;
   std::vector<fs::path> configs;
-  for (const auto& e : fs::directory_iterator(root / "configs"))
-    if (e.path().extension() == ".json") configs.push_back(e.path());
+  for (const char* dir : {"configs", "configs/models"})
+    for (const auto& e : fs::directory_iterator(root / dir))
+      if (e.path().extension() == ".json") configs.push_back(e.path());
   std::sort(configs.begin(), configs.end());
-  REQUIRE(configs.size() >= 6);
+  REQUIRE(configs.size() >= 10);
   for (const auto& path : configs) {
     // Configs name themselves relative to the repository, as the CLI run from its root does.
     const std::string rel = fs::relative(path, root).string();
-    const fs::path golden = root / "tests" / "golden" / (path.stem().string() + ".json");
+    const fs::path sub = path.parent_path().filename() == "models" ? "models" : "";
+    const fs::path golden = root / "tests" / "golden" / sub / (path.stem().string() + ".json");
     INFO(rel << " vs " << golden.string());
     REQUIRE(fs::exists(golden));
     config::Config config = config::load_config(path.string());

@@ -619,6 +619,18 @@ void parse_into(Config& c, const json& j, const std::string& source) {
                          c.memory.weight_stash_bytes));
     r.reject_unknown();
   }
+  // The network and its GPUs; the cuda compute reads the same `model` (real/mlp_model.hpp).
+  if (const json* hw = top.get("hardware")) {
+    Reader r(*hw, source, "hardware.");
+    c.hardware = read_hardware_section(r);
+    if (!top.has("model"))
+      top.fail("hardware", "needs a model section describing the network (docs/MODEL.md)");
+  }
+  if (const json* m = top.get("model")) {
+    Reader r(*m, source, "model.");
+    c.model_section = read_model_section(r, c.hardware.has_value());
+    c.sections["model"] = *m;
+  }
   for (const auto& section : SectionRegistry::instance().all()) {
     if (const json* v = top.get(section.name)) {
       Reader r(*v, source, section.name + ".");

@@ -260,6 +260,16 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
       {"memory.activation_bytes", m.memory.activation_bytes},
       {"memory.weight_stash_bytes", m.memory.weight_stash_bytes},
       {"memory.static_bytes", m.memory.static_bytes}};
+  std::int64_t largest_stash = m.memory.largest_activation();
+  for (const auto& st : m.memory.per_stage) {
+    largest_stash = std::max(largest_stash, st.weight_stash_bytes);
+    if (st.static_bytes > kMaxBytes || st.activation_bytes > kMaxBytes ||
+        st.weight_stash_bytes > kMaxBytes)
+      throw ConfigError(c.source, "model",
+                        fmt::format("a stage's bytes exceed 2^53 = {}: the model is too large to "
+                                    "count in bytes exactly",
+                                    kMaxBytes));
+  }
   for (const auto& [key, v] : counts)
     if (v < 0 || v > kMaxBytes)
       throw ConfigError(
@@ -309,10 +319,14 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     }
     tally.sends += sends;
     // The most a rank can hold at once: all it ever takes, none of it freed.
-    const double statics = static_cast<double>(m.memory.static_bytes) *
-                           static_cast<double>(p.chunks_on(r)),
-                 stashes =
-                     static_cast<double>(m.memory.activation_bytes) * static_cast<double>(f_parts),
+    double statics =
+        static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.chunks_on(r));
+    if (!m.memory.per_stage.empty()) {
+      statics = 0;
+      for (int s = 0; s < p.stages(); ++s)
+        if (p.rank_of(s) == r) statics += static_cast<double>(m.memory.stage(s).static_bytes);
+    }
+    const double stashes = static_cast<double>(largest_stash) * static_cast<double>(f_parts),
                  buffers =
                      static_cast<double>(m.network.boundary_bytes) * static_cast<double>(comm);
     if (statics + stashes + buffers > static_cast<double>(kMaxByteSum)) {

@@ -64,7 +64,12 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
               drop.push_back(item.key());
           for (const auto& key : drop) j["schedule"].erase(key);
         }
-        if (v != v0) {
+        // Costs derived from a model follow the stages by themselves (docs/MODEL.md).
+        if (v != v0 && base.hardware && !base.model_section->layout.layers_per_stage.empty())
+          throw ConfigError(base.source, "model.layers_per_stage",
+                            "names the layers of one chunk layout; a sweep over chunks cannot "
+                            "remap them");
+        if (v != v0 && !base.hardware) {
           if (j.contains("costs") && j["costs"].contains("per_stage"))
             throw ConfigError(base.source, "costs.per_stage",
                               "per-stage costs name stages of one chunk layout; a sweep over "

@@ -46,9 +46,10 @@ double modelled_bytes(const schedules::Program& p, const model::Model& m) {
     for (const auto& op : p.ops(r)) {
       if (schedules::is_comm(op.kind)) bytes += static_cast<double>(m.network.boundary_bytes);
       if (op.kind == schedules::OpKind::F || schedules::is_composite(op.kind))
-        bytes += static_cast<double>(m.memory.activation_bytes);
+        bytes += static_cast<double>(m.memory.largest_activation());
     }
-  return bytes + static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.stages());
+  for (int s = 0; s < p.stages(); ++s) bytes += static_cast<double>(m.memory.stage(s).static_bytes);
+  return bytes;
 }
 
 // Real bytes that --max-memory leaves for the buffers beside the estimate of the run's own tables
@@ -378,6 +379,9 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   rec.diagnostics.insert(rec.diagnostics.end(), it.diagnostics.begin(), it.diagnostics.end());
   rec.deadlock = std::move(it.deadlock);
   rec.metrics = record::compute_metrics(it.trace, p);
+  // The measured peaks against the same memory as the prediction's.
+  rec.out_of_memory =
+      record::out_of_memory(*rec.metrics, prepared.model.memory.limit_bytes, /*split=*/false);
   rec.trace = std::move(it.trace);
   return ex;
 }

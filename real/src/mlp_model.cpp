@@ -7,8 +7,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "ppsim/config/reader.hpp"
-#include "ppsim/config/section.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
 namespace ppsim::real {
@@ -16,37 +14,34 @@ namespace ppsim::real {
 namespace {
 
 // Keeps every GEMM dimension and the bytes of one operand within what cuBLAS's int sizes and a
-// GPU's memory can take.
+// GPU's memory can take (the config reader holds hidden to kMaxDim already).
 constexpr int kMaxDim = 1 << 20;
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
 
-MlpModel read_model(config::Reader& r) {
+// The cuda compute's limits on the `model` the config reader checked.
+MlpModel mlp_of(const config::ModelSection& section, const std::string& source) {
+  const model::Transformer& t = section.transformer;
+  auto fail = [&](const char* key, const std::string& msg) {
+    throw config::ConfigError(source, std::string("model.") + key, msg);
+  };
   MlpModel m;
-  m.hidden = r.integer("hidden", 0, 1, /*required=*/true);
-  m.ffn_hidden = r.integer("ffn_hidden", 0, 0);
-  m.sequence_length = r.integer("sequence_length", 0, 1, /*required=*/true);
-  m.micro_batch_size = r.integer("micro_batch_size", m.micro_batch_size, 1);
-  m.layers = r.integer("layers", m.layers, 1);
-  m.dtype = r.one_of("dtype", m.dtype, {"bf16", "fp16", "fp32"});
-  if (m.ffn_hidden == 0) {
-    if (m.hidden > kMaxDim / 4)
-      r.fail("hidden",
-             fmt::format("expected at most {} (ffn_hidden defaults to 4 x hidden), got {}",
-                         kMaxDim / 4, m.hidden));
-    m.ffn_hidden = 4 * m.hidden;
-  }
-  if (m.hidden > kMaxDim)
-    r.fail("hidden", fmt::format("expected an integer in 1..{}, got {}", kMaxDim, m.hidden));
-  if (m.ffn_hidden > kMaxDim)
-    r.fail("ffn_hidden",
-           fmt::format("expected an integer in 1..{}, got {}", kMaxDim, m.ffn_hidden));
+  m.hidden = t.hidden;
+  m.ffn_hidden = static_cast<int>(t.ffn());
+  m.sequence_length = t.sequence_length;
+  m.micro_batch_size = t.micro_batch_size;
+  m.layers = t.layers;
+  m.dtype = t.dtype_bytes == 4 ? "fp32" : "bf16";
+  if (m.ffn_hidden > 4 * kMaxDim)
+    fail("ffn_hidden",
+         fmt::format("expected an integer in 1..{}, got {}", 4 * kMaxDim, m.ffn_hidden));
   if (m.tokens() > kMaxTokens)
-    r.fail("sequence_length",
-           fmt::format("micro_batch_size x sequence_length is {} tokens; expected at most {}",
-                       m.tokens(), kMaxTokens));
+    fail("sequence_length",
+         fmt::format("micro_batch_size x sequence_length is {} tokens; the cuda compute takes at "
+                     "most {}",
+                     m.tokens(), kMaxTokens));
   if (m.layers > 1024)
-    r.fail("layers", fmt::format("expected an integer in 1..1024, got {}", m.layers));
-  r.reject_unknown();
+    fail("layers",
+         fmt::format("the cuda compute runs 1..1024 MLP blocks per op, got {}", m.layers));
   return m;
 }
 
@@ -86,18 +81,15 @@ double flops_of(schedules::OpKind kind, const MlpModel& model) {
   return sum * model.layers;
 }
 
-void register_model_section() {
-  config::SectionRegistry::instance().add(
-      {"model", "the transformer MLP block the GPU compute runs (docs/EXECUTOR.md)",
-       [](config::Reader& r) { (void)read_model(r); }});
-}
-
 std::optional<MlpModel> mlp_model_of(const config::Config& config) {
-  const auto it = config.sections.find("model");
-  if (it == config.sections.end()) return std::nullopt;
+  if (!config.model_section) return std::nullopt;
   try {
-    config::Reader r(it->second, config.source, "model.");
-    return read_model(r);
+    MlpModel m = mlp_of(*config.model_section, config.source);
+    // fp16 and bf16 are both 2 bytes to the formulas; the GEMMs run what was asked.
+    if (const auto it = config.sections.find("model"); it != config.sections.end())
+      if (const auto d = it->second.find("dtype"); d != it->second.end() && d->is_string())
+        m.dtype = d->get<std::string>();
+    return m;
   } catch (const config::ConfigError& e) {
     const std::string blame = config.source_of(e.key());
     if (e.source() == config.source && blame != config.source)
@@ -122,13 +114,13 @@ std::vector<std::int64_t> stash_peaks(const schedules::Program& program,
         switch (schedules::Semantics::stash_effect(part.kind)) {
           case Stash::take:
             if (it != held.end()) live -= it->second;
-            held[cell] = memory.activation_bytes;
-            live += memory.activation_bytes;
+            held[cell] = memory.stage(part.stage).activation_bytes;
+            live += memory.stage(part.stage).activation_bytes;
             break;
           case Stash::keep_weights:
             if (it != held.end()) {
-              live += memory.weight_stash_bytes - it->second;
-              it->second = memory.weight_stash_bytes;
+              live += memory.stage(part.stage).weight_stash_bytes - it->second;
+              it->second = memory.stage(part.stage).weight_stash_bytes;
             }
             break;
           case Stash::release:

@@ -35,7 +35,10 @@ RankRunner::RankRunner(RunShared& run, int rank)
   recv_of_.reserve(recvs);
   send_f_of_.reserve(comm - recvs);
   stashes_.reserve(forwards);
-  timeline_.static_bytes = run_.model.memory.static_bytes * chunks;
+  timeline_.static_bytes = 0;
+  for (int st = 0; st < run_.program.stages(); ++st)
+    if (run_.program.rank_of(st) == rank_)
+      timeline_.static_bytes += run_.model.memory.stage(st).static_bytes;
   // Weights and optimizer state: really held for the whole run, outside the counters (as in the
   // simulator, they are RankTimeline::static_bytes), and allocated before the clock starts.
   static_ =
@@ -201,7 +204,8 @@ void RankRunner::run_compute(int pos, const Op& op) {
     if (Semantics::stash_effect(part.kind) == Semantics::Stash::take) {
       stash(part.microbatch, +1, t0);
       auto& s = stashes_[cell];
-      s = allocate({false, part.stage, part.microbatch}, mem.activation_bytes, t0);
+      s = allocate({false, part.stage, part.microbatch}, mem.stage(part.stage).activation_bytes,
+                   t0);
       outputs.push_back(s.get());
     } else if (auto it = stashes_.find(cell); it != stashes_.end() && it->second) {
       inputs.push_back(it->second.get());  // a backward reads what its forward stashed
@@ -289,7 +293,8 @@ void RankRunner::run_compute(int pos, const Op& op) {
         // All but the weight part goes: the stash is replaced by a smaller one.
         if (it != stashes_.end() && it->second) {
           release(*it->second, op_text(pos), t1);
-          it->second = allocate({false, part.stage, part.microbatch}, mem.weight_stash_bytes, t1);
+          it->second = allocate({false, part.stage, part.microbatch},
+                                mem.stage(part.stage).weight_stash_bytes, t1);
         }
         break;
       case Semantics::Stash::release_weights:

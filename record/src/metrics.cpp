@@ -81,6 +81,7 @@ RunMetrics compute_metrics(const Trace& trace, const schedules::Program& program
     std::int64_t& peak = out.per_rank[static_cast<std::size_t>(r)].peak_memory_bytes;
     peak = peak_dynamic[static_cast<std::size_t>(r)];
     add_bytes(peak, fixed);
+    out.per_rank[static_cast<std::size_t>(r)].peak_static_bytes = fixed;
   }
   out.summarize();
   return out;

@@ -25,6 +25,8 @@ std::string Verdict::text() const {
       return fmt::format("HANG ({} unmatched)", count);
     case VerdictKind::invalid:
       return fmt::format("INVALID ({} error{})", count, s);
+    case VerdictKind::out_of_memory:
+      return fmt::format("OUT_OF_MEMORY ({} rank{})", count, s);
   }
   return "?";
 }
@@ -36,7 +38,33 @@ Verdict RunRecord::verdict() const {
     return {VerdictKind::hang, deadlock->unmatched.size()};
   }
   if (!diagnostics.empty()) return {VerdictKind::errors, diagnostics.size()};
+  if (!out_of_memory.empty()) return {VerdictKind::out_of_memory, out_of_memory.size()};
   return {VerdictKind::ok, 0};
+}
+
+std::string OutOfMemory::describe() const {
+  // Decimal GB as the GPU datasheets give memory, with bytes for the exact figures.
+  auto gb = [](std::int64_t b) { return fmt::format("{:.2f} GB", static_cast<double>(b) / 1e9); };
+  const std::string parts =
+      split ? fmt::format("static {}, activations {}, buffers {}", gb(static_bytes),
+                          gb(activation_bytes), gb(buffer_bytes))
+            : fmt::format("static {}, activations and buffers {}", gb(static_bytes),
+                          gb(activation_bytes));
+  return fmt::format("rank {} peaks at {} ({} bytes), above its memory of {} ({} bytes): {}", rank,
+                     gb(peak), peak, gb(limit), limit, parts);
+}
+
+std::vector<OutOfMemory> out_of_memory(const RunMetrics& metrics, std::int64_t limit, bool split) {
+  std::vector<OutOfMemory> out;
+  if (limit <= 0) return out;
+  for (const RankMetrics& m : metrics.per_rank) {
+    if (m.peak_memory_bytes <= limit) continue;
+    const std::int64_t rest = m.peak_memory_bytes - m.peak_static_bytes;
+    out.push_back({m.rank, m.peak_memory_bytes, limit, m.peak_static_bytes,
+                   split ? m.peak_activation_bytes : rest,
+                   split ? rest - m.peak_activation_bytes : 0, split});
+  }
+  return out;
 }
 
 std::string Deadlock::describe() const {

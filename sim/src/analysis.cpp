@@ -43,6 +43,8 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
   if (r.send_held_rank >= 0)
     rec.send_hold = record::RunRecord::SendHold{r.send_held_rank, r.send_held};
   rec.metrics = static_cast<record::RunMetrics&&>(std::move(r));
+  rec.out_of_memory =
+      record::out_of_memory(*rec.metrics, prepared.model.memory.limit_bytes, /*split=*/true);
   if (options.trace) rec.trace = std::move(trace);
   return rec;
 }

@@ -299,6 +299,15 @@ class Engine {
     return std::max(0.0, until - ready);
   }
 
+  // Weights and optimizer state of the stages `r` runs.
+  std::int64_t static_bytes_on(int r) const {
+    if (o_.memory.per_stage.empty()) return o_.memory.static_bytes * p_.chunks_on(r);
+    std::int64_t sum = 0;
+    for (int s = 0; s < p_.stages(); ++s)
+      if (p_.rank_of(s) == r) sum += o_.memory.per_stage[static_cast<std::size_t>(s)].static_bytes;
+    return sum;
+  }
+
   double duration(int r, const Op& op) const {
     if (const auto d = model::op_duration(o_.costs, p_, r, op)) return *d;
     throw SimulationError(
@@ -312,7 +321,7 @@ class Engine {
     sem_.for_each_part(r, op, [&](const Op& part) {
       if (Semantics::stash_effect(part.kind) != Semantics::Stash::take) return;
       mem_.stash(rs, r, part.microbatch, +1, t);
-      mem_.add(rs, r, o_.memory.activation_bytes, t);
+      mem_.add(rs, r, o_.memory.stage(part.stage).activation_bytes, t, true);
     });
   }
 
@@ -320,7 +329,8 @@ class Engine {
     sem_.for_each_part(r, op, [&](const Op& part) { end_part(r, rs, part, t); });
   }
   void end_part(int r, RankState& rs, const Op& op, double t) {
-    const std::int64_t act = o_.memory.activation_bytes, ws = o_.memory.weight_stash_bytes;
+    const model::StageMemory sm = o_.memory.stage(op.stage);
+    const std::int64_t act = sm.activation_bytes, ws = sm.weight_stash_bytes;
     release_recv(input_endpoint(op), r, rs, t);
     if (const auto out = sem_.released_output(op)) {
       const std::int32_t se = tensors_[sem_.tensor_index(*out)].send_f;
@@ -329,14 +339,14 @@ class Engine {
     }
     switch (Semantics::stash_effect(op.kind)) {
       case Semantics::Stash::release:
-        mem_.add(rs, r, -act, t);
+        mem_.add(rs, r, -act, t, true);
         mem_.stash(rs, r, op.microbatch, -1, t);
         break;
       case Semantics::Stash::keep_weights:
-        mem_.add(rs, r, -(act - ws), t);
+        mem_.add(rs, r, -(act - ws), t, true);
         break;
       case Semantics::Stash::release_weights:
-        mem_.add(rs, r, -ws, t);
+        mem_.add(rs, r, -ws, t, true);
         mem_.stash(rs, r, op.microbatch, -1, t);
         break;
       default:
@@ -753,7 +763,7 @@ class Engine {
         rs.end = rs.block == Block::none ? rs.end : rs.blocked_since;
       }
       if (rs.start < 0) rs.start = 0;
-      const std::int64_t fixed = o_.memory.static_bytes * p_.chunks_on(r);
+      const std::int64_t fixed = static_bytes_on(r);
       record::RankMetrics& m = res.per_rank[static_cast<std::size_t>(r)];
       m.rank = r;
       m.start = rs.start;
@@ -766,6 +776,8 @@ class Engine {
       }
       m.peak_inflight = rs.peak_inflight;
       m.peak_memory_bytes = rs.peak_memory + fixed;
+      m.peak_static_bytes = fixed;
+      m.peak_activation_bytes = rs.stashed_at_peak;
       m.sent_bytes = rs.sent;
       m.recv_bytes = rs.recv;
       m.ops_done = rs.pc - rs.markers;

@@ -44,6 +44,20 @@ json to_json(const schedules::Diagnostic& d) {
   return j;
 }
 
+// Ranks over their memory (hardware.memory_bytes), only when there are any.
+void add_out_of_memory(json& j, const record::RunRecord& a) {
+  if (a.out_of_memory.empty()) return;
+  json list = json::array();
+  for (const auto& o : a.out_of_memory)
+    list.push_back({{"rank", o.rank},
+                    {"peak_memory_bytes", o.peak},
+                    {"limit_bytes", o.limit},
+                    {"static_bytes", o.static_bytes},
+                    {"activation_bytes", o.activation_bytes},
+                    {"buffer_bytes", o.buffer_bytes}});
+  j["out_of_memory"] = list;
+}
+
 json to_json(const record::RunRecord& a) {
   const auto& info = a.info;
   const auto& p = *a.program;
@@ -91,6 +105,7 @@ json to_json(const record::RunRecord& a) {
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["peak_inflight"] = r.peak_inflight;
   j["deadlock"] = a.deadlock ? to_json(*a.deadlock) : json(nullptr);
+  add_out_of_memory(j, a);
   j["per_rank"] = per;
   return j;
 }
@@ -122,6 +137,7 @@ json check_json(const record::RunRecord& a, const std::string& config_path,
     for (const char* list : {"unmatched", "blocked"})
       for (auto& b : j["deadlock"][list]) place(b);
   }
+  add_out_of_memory(j, a);
   return j;
 }
 

@@ -47,6 +47,8 @@ std::string summary_text(const record::RunRecord& a) {
           m.peak_memory_bytes, m.sent_bytes, m.recv_bytes);
     }
     if (a.deadlock) out += fmt::format("\n{}\n", a.deadlock->describe());
+    if (!a.out_of_memory.empty()) out += "\n";
+    for (const auto& o : a.out_of_memory) out += fmt::format("  out of memory: {}\n", o.describe());
   }
   if (!a.diagnostics.empty()) {
     out += "\n";
@@ -90,6 +92,8 @@ std::string check_text(const record::RunRecord& a, const std::string& path,
   }
   for (const auto& e : a.diagnostics)
     out += fmt::format("      {}: {}{}\n", e.kind, e.message, where(e.rank, e.position));
+  for (const auto& o : a.out_of_memory)
+    out += fmt::format("      out of memory: {}\n", o.describe());
   return out;
 }
 

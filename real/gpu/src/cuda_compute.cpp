@@ -428,12 +428,12 @@ class CudaCompute final : public Compute {
       const std::pair<int, int> cell{part.stage, part.microbatch};
       switch (schedules::Semantics::stash_effect(part.kind)) {
         case schedules::Semantics::Stash::take:
-          stash_take(s, g, cell, mem.activation_bytes);
+          stash_take(s, g, cell, mem.stage(part.stage).activation_bytes);
           break;
         case schedules::Semantics::Stash::keep_weights:
           if (s.stashes.count(cell)) {
             stash_drop(s, g, cell);
-            stash_take(s, g, cell, mem.weight_stash_bytes);
+            stash_take(s, g, cell, mem.stage(part.stage).weight_stash_bytes);
           }
           break;
         case schedules::Semantics::Stash::release:

@@ -189,7 +189,6 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out at once, should the GPU hang
   real::gpu::register_backends();
   real::register_settings_section();
-  real::register_model_section();
   const bool stall = argc > 1 && std::string(argv[1]) == "stall";
 
   // The macros, on calls that fail whether or not there is a GPU.

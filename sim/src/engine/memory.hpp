@@ -31,11 +31,17 @@ class Memory {
   }
   std::int64_t buffer_bytes() const { return buffer_bytes_; }
 
-  void add(RankState& rs, int rank, std::int64_t delta, double time) {
+  // `stash`: the bytes are activations (the rest are comm buffers), so that an out-of-memory
+  // verdict can say what the peak is made of.
+  void add(RankState& rs, int rank, std::int64_t delta, double time, bool stash = false) {
     if (delta == 0) return;
     if (!rs.releases.empty() && rs.releases.front().first <= time) flush_releases(rs, time);
     rs.memory += delta;
-    rs.peak_memory = std::max(rs.peak_memory, rs.memory);
+    if (stash) rs.stashed += delta;
+    if (rs.memory > rs.peak_memory) {
+      rs.peak_memory = rs.memory;
+      rs.stashed_at_peak = rs.stashed;
+    }
     if (obs_) obs_->on_counter(rank, time, rs.memory, rs.inflight);
   }
   void stash(RankState& rs, int rank, int mb, int delta, double time) {

@@ -84,6 +84,7 @@ struct alignas(64) RankState {
   // Sent buffers that free themselves when their transfer ends: (time, endpoint), a min-heap.
   std::vector<std::pair<double, std::int32_t>> releases;
   std::int64_t memory = 0, peak_memory = 0;
+  std::int64_t stashed = 0, stashed_at_peak = 0;  // the stash part of memory (activations)
   int inflight = 0, peak_inflight = 0;
   double start = -1;
   std::size_t markers = 0;  // group markers passed (they take no time and leave no span)

@@ -11,6 +11,7 @@
 
 #include "ppsim/config/error.hpp"
 #include "ppsim/config/model.hpp"
+#include "ppsim/config/model_section.hpp"
 #include "ppsim/config/source.hpp"
 #include "ppsim/schedules/lowering.hpp"
 
@@ -36,6 +37,9 @@ struct Config {
   std::map<int, CostSpec> stage_costs;
   NetworkOptions network;
   MemoryOptions memory;
+  // `model` and `hardware` (docs/MODEL.md): with both, prepare() derives costs and memory.
+  std::optional<ModelSection> model_section;
+  std::optional<HardwareSection> hardware;
   std::map<std::string, nlohmann::json> sections;  // registered sections (section.hpp), checked
   nlohmann::json raw;                              // the JSON it was parsed from (after overrides)
   // The --set assignments applied, as (key path, "--set KEY=VALUE"), in order.

@@ -2,6 +2,7 @@
 // The cost and memory model: how long each op takes, how the network moves tensors, how much
 // memory they hold. A config describes one (config/), the simulator replays a Program under it
 // and the executor emulates it; neither needs the config reader to do so.
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -74,11 +75,33 @@ inline schedules::ValidateOptions validate_options(const NetworkOptions& n) {
   return {.send_buffers_released_early = n.semantics == P2pSemantics::nccl};
 }
 
+// What one virtual stage holds: its stash per microbatch and its static bytes.
+struct StageMemory {
+  std::int64_t activation_bytes = 0;    // stash per (stage, microbatch), taken at F
+  std::int64_t weight_stash_bytes = 0;  // part of the stash kept from I until W
+  std::int64_t static_bytes = 0;        // weights, gradients, optimizer state
+};
+
 struct MemoryOptions {
   std::int64_t activation_bytes = 0;    // stash per (stage, microbatch), taken at F
   std::int64_t weight_stash_bytes = 0;  // part of the stash kept from I until W
   std::int64_t static_bytes = 0;        // per chunk (weights, optimizer state)
   bool deallocate_outputs = false;      // free a forward output once its send completes
+  // One entry per virtual stage when stages differ (costs derived from a model); empty: every
+  // stage holds the three values above.
+  std::vector<StageMemory> per_stage;
+  // A rank whose peak exceeds this is out of memory (hardware.memory_bytes); 0 = no limit.
+  std::int64_t limit_bytes = 0;
+
+  StageMemory stage(int s) const {
+    if (per_stage.empty()) return {activation_bytes, weight_stash_bytes, static_bytes};
+    return per_stage[static_cast<std::size_t>(s)];
+  }
+  std::int64_t largest_activation() const {
+    std::int64_t m = activation_bytes;
+    for (const auto& s : per_stage) m = std::max(m, s.activation_bytes);
+    return m;
+  }
 };
 
 struct Model {

@@ -43,9 +43,8 @@ std::vector<Gemm> gemms_of(schedules::OpKind kind, const MlpModel& model);
 // FLOPs of one op of `kind` over all layers.
 double flops_of(schedules::OpKind kind, const MlpModel& model);
 
-// Registers the `model` section with config::SectionRegistry (idempotent).
-void register_model_section();
-// The `model` section of `config`; nullopt when absent. Throws config::ConfigError naming the key.
+// The `model` section of `config` (read by config/) as the cuda compute runs it; nullopt when
+// absent. Throws config::ConfigError naming the key for what the cuda compute cannot run.
 std::optional<MlpModel> mlp_model_of(const config::Config& config);
 
 // Each rank's peak of live activation stash bytes (F stashes activation_bytes; I keeps

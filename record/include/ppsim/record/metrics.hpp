@@ -17,6 +17,9 @@ struct RankMetrics {
   double comm_exposed = 0;  // time blocked in SEND/RECV/WAIT
   int peak_inflight = 0;
   std::int64_t peak_memory_bytes = 0;  // static + live stashes + live comm buffers
+  // The parts of the peak (simulated runs): static bytes, and the stashes live at the peak; the
+  // rest are comm buffers.
+  std::int64_t peak_static_bytes = 0, peak_activation_bytes = 0;
   std::int64_t sent_bytes = 0, recv_bytes = 0;
   std::size_t ops_done = 0;
   friend bool operator==(const RankMetrics&, const RankMetrics&) = default;

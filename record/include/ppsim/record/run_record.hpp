@@ -2,6 +2,7 @@
 // Everything known about one run of one config: what ran, what was wrong with it, its metrics,
 // why it hung, and (when recorded) its timeline. Simulator and executor produce it; writers
 // (viz/) draw it without knowing which produced it.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,12 +35,22 @@ struct RunInfo {
   std::string style_title() const;
 };
 
-enum class VerdictKind { ok, errors, deadlock, hang, invalid };
+enum class VerdictKind { ok, errors, deadlock, hang, invalid, out_of_memory };
 
 struct Verdict {
   VerdictKind kind = VerdictKind::ok;
   std::size_t count = 0;     // errors, cycles, unmatched ops or invalid diagnostics
   std::string text() const;  // "ok", "DEADLOCK (1 cycle)", "HANG (2 unmatched)", ...
+};
+
+// A rank whose peak exceeds the memory it has (hardware.memory_bytes), and what the peak holds.
+struct OutOfMemory {
+  int rank = 0;
+  std::int64_t peak = 0, limit = 0;
+  std::int64_t static_bytes = 0, activation_bytes = 0, buffer_bytes = 0;
+  bool split = true;  // false (a measured run): activation_bytes holds stashes and buffers both
+  // "rank 0 peaks at 91.20 GiB, above its 74.51 GiB: static 38.10 GiB, activations ..."
+  std::string describe() const;
 };
 
 struct RunRecord {
@@ -56,9 +67,14 @@ struct RunRecord {
     double time = 0;
   };
   std::optional<SendHold> send_hold;
+  std::vector<OutOfMemory> out_of_memory;  // each rank over its memory, in rank order
 
   Verdict verdict() const;
   bool ok() const { return verdict().kind == VerdictKind::ok; }
 };
+
+// Each rank of `metrics` whose peak exceeds `limit` (bytes; 0 = none), with the parts of its peak.
+// `split`: the metrics say which part of the peak is stashes (a simulated run's do).
+std::vector<OutOfMemory> out_of_memory(const RunMetrics& metrics, std::int64_t limit, bool split);
 
 }  // namespace ppsim::record
