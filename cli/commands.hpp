@@ -77,7 +77,9 @@ int cmd_import(const std::string& csv, const ImportOptions& options, const Commo
 int cmd_export_torch(const std::string& config, const ExportOptions& options,
                      const CommonOptions& common);
 // `ppsim model`: the costs and memory derived from `model` + `hardware` (cli/model.cpp).
-int cmd_model(const std::string& config, bool json, const CommonOptions& common);
+// `calibration`: a fragment of measured costs (`real --calibrate --json`), or "".
+int cmd_model(const std::string& config, bool json, const std::string& calibration,
+              const CommonOptions& common);
 // `ppsim report`: one self-contained HTML file (cli/report.cpp).
 int cmd_report(const std::vector<std::string>& configs, const std::string& output,
                const std::string& title, const SweepOptions& sweep, const CommonOptions& common);

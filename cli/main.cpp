@@ -119,6 +119,10 @@ int run_cli(int argc, char** argv) {
   model_sub->add_option("config", config, "JSON config file with model and hardware sections")
       ->required();
   model_sub->add_flag("--json", model_json, "print one JSON object");
+  std::string calibration;
+  model_sub->add_option("--calibration", calibration,
+                        "measured costs to set against the derived ones: the calibrated fragment "
+                        "of `ppsim real --calibrate --json` (or its whole output)");
   add_set(model_sub);
 
   // Values are checked by cmd_real so that each error names its option (docs/EXECUTOR.md).
@@ -272,7 +276,7 @@ int run_cli(int argc, char** argv) {
   if (*compare) return cmd_compare(configs, json, csv, sweep, common);
   if (*check) return cmd_check(configs, json, junit_file, common);
   if (*list) return cmd_list();
-  if (*model_sub) return cmd_model(config, model_json, common);
+  if (*model_sub) return cmd_model(config, model_json, calibration, common);
   if (*exp && (export_options.format != "text" || export_options.compute_only ||
                !export_options.output.empty()))
     return export_options.format == "text"
