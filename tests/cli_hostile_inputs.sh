@@ -89,5 +89,22 @@ same "$tmp/c.json" "$tmp/c.orig"
 expect 2 export "$tmp/c.json" -o "$tmp/link.json"
 same "$tmp/c.json" "$tmp/c.orig"
 
+# --- a descriptor path is written in place: through a pipe, appended with >>, not replaced
+"$PPSIM" run "$tmp/c.json" --trace /dev/stdout 2>"$tmp/err" | cat >"$tmp/piped"
+[ "${PIPESTATUS[0]}" = 0 ] && grep -q '"traceEvents"' "$tmp/piped" && good "--trace /dev/stdout | cat" ||
+  bad "--trace /dev/stdout | cat: $(head -c 300 "$tmp/err")"
+echo KEEP >"$tmp/appended"
+"$PPSIM" run "$tmp/c.json" --svg /dev/stdout >>"$tmp/appended" 2>"$tmp/err"
+head -1 "$tmp/appended" | grep -qx KEEP && grep -q '<svg' "$tmp/appended" &&
+  good "--svg /dev/stdout >> file appends" || bad ">> file lost its content: $(head -c 300 "$tmp/err")"
+echo KEEP >"$tmp/appended2"
+"$PPSIM" export "$tmp/c.json" --format torch-csv -o /proc/self/fd/3 3>>"$tmp/appended2" 2>"$tmp/err"
+head -1 "$tmp/appended2" | grep -qx KEEP && grep -q '0F0' "$tmp/appended2" &&
+  good "-o /proc/self/fd/3 3>> file appends" || bad "fd 3 append: $(head -c 300 "$tmp/err")"
+expect 2 run "$tmp/c.json" --trace /dev/fd/9
+has "/dev/fd/9: cannot write"
+expect 2 run "$tmp/c.json" --trace /dev/stdin </dev/null
+ls -a "$tmp" | grep -q '^\.ppsim-' && bad "a temporary was left" || good "no temporary left"
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

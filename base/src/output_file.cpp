@@ -323,8 +323,52 @@ bool same_file(const std::string& a, const std::string& b) {
          std::filesystem::absolute(pb).lexically_normal();
 }
 
+namespace {
+
+// The descriptor a path names: /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (or this
+// process's pid); -1 for any other path. Such a path is written through the descriptor itself,
+// so that `--trace /dev/stdout | cat` reaches the pipe and `>> file` appends (a rename would
+// replace the file; /proc's links do not even name a path for a pipe).
+int descriptor_of(const std::string& path) {
+  if (path == "/dev/stdin") return 0;
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const std::string prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+                                   fmt::format("/proc/{}/fd/", ::getpid())}) {
+    if (!path.starts_with(prefix) || path.size() == prefix.size() ||
+        path.size() > prefix.size() + 9)
+      continue;
+    int fd = 0;
+    for (std::size_t i = prefix.size(); i < path.size(); ++i) {
+      if (path[i] < '0' || path[i] > '9') return -1;
+      fd = fd * 10 + (path[i] - '0');
+    }
+    return fd;
+  }
+  return -1;
+}
+
+}  // namespace
+
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw OutputError("output file: the path is empty");
+  if (const int fd = descriptor_of(path_); fd >= 0) {
+    // The same open file (its offset, O_APPEND, a pipe): written in place, as a shell would.
+    fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (fd_ < 0)
+      throw OutputError(
+          fmt::format("{}: cannot write: descriptor {}: {}", path_, fd, reason(errno)));
+    if ((::fcntl(fd_, F_GETFL) & O_ACCMODE) == O_RDONLY) {
+      close_fd();
+      throw OutputError(
+          fmt::format("{}: cannot write: descriptor {} is open for reading only", path_, fd));
+    }
+    target_ = path_;
+    mode_ = OutputMode::direct;
+    buf_ = std::make_unique<FdStreamBuf>(fd_, std::size_t{1} << 16, false, FdStreamBuf::kNever);
+    stream_ = std::make_unique<std::ostream>(buf_.get());
+    return;
+  }
   target_ = resolve_output_path(path_);
   const std::string shown = target_ == path_ ? path_ : fmt::format("{} (-> {})", path_, target_);
   mode_t mode = 0666 & ~current_umask();
