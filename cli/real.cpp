@@ -207,7 +207,11 @@ nlohmann::json to_json(const real::Comparison& c, const std::string& unit) {
       {"ranks", ranks},
       {"ops_compared", c.ops_compared},
       {"start_error",
-       {{"median", c.start_error_median}, {"p95", c.start_error_p95}, {"max", c.start_error_max}}}};
+       {{"median", c.start_error_median}, {"p95", c.start_error_p95}, {"max", c.start_error_max}}},
+      {"host_lag",
+       {{"fraction", c.host_lag_fraction},
+        {"median", c.host_lag_median},
+        {"compute_overrun_fraction", c.compute_overrun_fraction}}}};
 }
 
 struct PeakCheck {
@@ -341,6 +345,19 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
       c.start_error_median, u, c.start_error_p95, u, c.start_error_max, u, c.ops_compared);
   if (!timed)
     out += "  (time scale 0: ops take no wall-clock time, so measured times are not comparable)\n";
+  const bool emulated = s.compute == "emulated";
+  if (timed && c.host_too_busy(emulated))
+    out += fmt::format(
+        "  host lag         {:.1f}% of the ranks' time went to the host: {:.1f}% between ops with "
+        "nothing to wait for (median {:.4f} {} per op){}; this machine is too busy for time "
+        "scale {}: the measured times are the host's, not the schedule's; use a larger "
+        "--time-scale or a quieter machine\n",
+        100 * (c.host_lag_fraction + (emulated ? c.compute_overrun_fraction : 0.0)),
+        100 * c.host_lag_fraction, c.host_lag_median, u,
+        emulated ? fmt::format(", {:.1f}% in ops overrunning their modelled time",
+                               100 * c.compute_overrun_fraction)
+                 : "",
+        describe_scale(s.time_scale));
   if (!run.makespans.empty()) {
     std::string list;
     for (double m : run.makespans) list += fmt::format("{}{:.4f}", list.empty() ? "" : " ", m);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "ppsim/schedules/op.hpp"
@@ -69,6 +70,20 @@ std::vector<std::vector<double>> starts_of(const record::Trace& trace, int ranks
       row.resize(static_cast<std::size_t>(s.pos) + 1, std::numeric_limits<double>::quiet_NaN());
     double& slot = row[static_cast<std::size_t>(s.pos)];
     if (std::isnan(slot)) slot = s.start;
+  }
+  return out;
+}
+
+// Every gap between a rank's consecutive spans (and before its first), in issue order: time it
+// had no op in progress. A blocked span covers a wait, so a gap is the host's own delay.
+std::vector<double> gaps_of(const record::Trace& trace, int ranks) {
+  std::vector<double> out;
+  std::vector<double> last(static_cast<std::size_t>(std::max(ranks, 0)), 0.0);
+  for (const auto& s : trace.spans) {
+    if (s.rank < 0 || s.rank >= ranks) continue;
+    double& prev = last[static_cast<std::size_t>(s.rank)];
+    out.push_back(std::max(0.0, s.start - prev));
+    prev = std::max(prev, s.end);
   }
   return out;
 }
@@ -145,6 +160,29 @@ Comparison compare(const record::RunRecord& predicted, const record::RunRecord& 
           static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(errors.size())));
       c.start_error_p95 = errors[std::max<std::size_t>(rank95, 1) - 1];
       c.start_error_max = errors.back();
+    }
+    std::vector<double> measured_gaps = gaps_of(*measured.trace, ranks);
+    const std::vector<double> predicted_gaps = gaps_of(*predicted.trace, ranks);
+    double lag = 0;
+    for (double g : measured_gaps) lag += g;
+    for (double g : predicted_gaps) lag -= g;
+    if (c.measured_makespan > 0 && ranks > 0)
+      c.host_lag_fraction = std::max(0.0, lag) / (c.measured_makespan * ranks);
+    // Each compute op's measured duration beyond its predicted one, by (rank, position).
+    std::map<std::pair<int, int>, double> predicted_length;
+    for (const auto& sp : predicted.trace->spans)
+      if (sp.kind == record::SpanKind::compute)
+        predicted_length[{sp.rank, sp.pos}] = sp.end - sp.start;
+    double overrun = 0;
+    for (const auto& sp : measured.trace->spans)
+      if (sp.kind == record::SpanKind::compute)
+        if (auto it = predicted_length.find({sp.rank, sp.pos}); it != predicted_length.end())
+          overrun += std::max(0.0, (sp.end - sp.start) - it->second);
+    if (c.measured_makespan > 0 && ranks > 0)
+      c.compute_overrun_fraction = overrun / (c.measured_makespan * ranks);
+    if (!measured_gaps.empty()) {
+      std::sort(measured_gaps.begin(), measured_gaps.end());
+      c.host_lag_median = median(measured_gaps);
     }
   }
   return c;

@@ -27,6 +27,17 @@ struct Comparison {
   // |measured start - predicted start| over the ops both runs started, time units.
   std::size_t ops_compared = 0;
   double start_error_median = 0, start_error_p95 = 0, start_error_max = 0;
+  // The host running behind: time a rank spent between two of its ops (the first from 0) with
+  // no op in progress and nothing to wait for, measured less predicted, as a fraction of all
+  // ranks' time (P x measured makespan); and the median such gap per op, in time units.
+  double host_lag_fraction = 0, host_lag_median = 0;
+  // Compute ops running longer than modelled, summed, as the same fraction: under the emulated
+  // compute (which only waits for the modelled time) that is the host's lag too.
+  double compute_overrun_fraction = 0;
+  // The host delayed the run by more than 5% of it (`emulated`: count the compute overrun too).
+  bool host_too_busy(bool emulated) const {
+    return host_lag_fraction + (emulated ? compute_overrun_fraction : 0.0) > 0.05;
+  }
 };
 
 // Both records must come from the same Program; both need traces for the start-time errors.
