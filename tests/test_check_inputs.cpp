@@ -59,8 +59,8 @@ std::vector<std::string> paths_of(const std::vector<CheckInput>& in) {
 
 }  // namespace
 
-TEST_CASE("check_inputs: a directory is every *.json and *.csv under it, sorted, depth first",
-          "[check_inputs]") {
+TEST_CASE("check_inputs.directory_json_csv_under_sorted", "[check_inputs]") {
+  // check_inputs: a directory is every *.json and *.csv under it, sorted, depth first
   TempTree t;
   for (const char* f : {"b.json", "a.csv", "notes.txt", "json", "z/.x.json", "z/y.json",
                         "m/n/deep.json", "m/a.json", ".git/config.json", "c.JSON", "m/README"})
@@ -80,8 +80,8 @@ TEST_CASE("check_inputs: a directory is every *.json and *.csv under it, sorted,
   }
 }
 
-TEST_CASE("check_inputs: a directory with nothing to check is an error, not a silent pass",
-          "[check_inputs]") {
+TEST_CASE("check_inputs.directory_nothing_check_error_silent", "[check_inputs]") {
+  // check_inputs: a directory with nothing to check is an error, not a silent pass
   TempTree t;
   t.file("only.txt");
   t.file(".hidden/x.json");
@@ -91,8 +91,8 @@ TEST_CASE("check_inputs: a directory with nothing to check is an error, not a si
   CHECK(in[0].error == t.root() + ": no *.json or *.csv file in this directory or below it");
 }
 
-TEST_CASE("check_inputs: symbolic links are followed, a loop is reported once and skipped",
-          "[check_inputs]") {
+TEST_CASE("check_inputs.symbolic_links_followed_loop_reported", "[check_inputs]") {
+  // check_inputs: symbolic links are followed, a loop is reported once and skipped
   TempTree t;
   t.file("real/a.json");
   t.file("other/b.json");
@@ -113,8 +113,8 @@ TEST_CASE("check_inputs: symbolic links are followed, a loop is reported once an
                            " again, which is being walked (skipped)");
 }
 
-TEST_CASE("check_inputs: unreadable directories and special files are errors in place",
-          "[check_inputs]") {
+TEST_CASE("check_inputs.unreadable_directories_special_files_errors", "[check_inputs]") {
+  // check_inputs: unreadable directories and special files are errors in place
   TempTree t;
   t.file("d/a.json");
   t.file("d/locked/x.json");

@@ -248,8 +248,8 @@ void check_same_metrics(const record::RunRecord& ra, const record::RunRecord& rb
 
 }  // namespace
 
-TEST_CASE("1F1B trace: 2(P-1)M transfers, compute slices = compute ops, peaks = counters",
-          "[trace]") {
+TEST_CASE("chrome_trace.2_p_1_m_transfers", "[trace]") {
+  // 1F1B trace: 2(P-1)M transfers, compute slices = compute ops, peaks = counters
   const int P = 4, M = 8;
   const std::string unit = GENERATE(as<std::string>{}, "ms", "us", "s", "ns");
   INFO("time_unit " << unit);
@@ -262,8 +262,8 @@ TEST_CASE("1F1B trace: 2(P-1)M transfers, compute slices = compute ops, peaks = 
   CHECK(t.doc["otherData"]["time_unit"] == unit);
 }
 
-TEST_CASE("interleaved 1F1B trace: chunk args, 2(PV-1)M transfers, static bytes per chunk",
-          "[trace]") {
+TEST_CASE("chrome_trace.chunk_args_2_pv_1", "[trace]") {
+  // interleaved 1F1B trace: chunk args, 2(PV-1)M transfers, static bytes per chunk
   const int P = 4, M = 8, V = 2;
   const TracedRun t = traced(make_config("interleaved-1f1b", P, M, V, "ms"));
   std::set<int> chunks;
@@ -273,14 +273,16 @@ TEST_CASE("interleaved 1F1B trace: chunk args, 2(PV-1)M transfers, static bytes 
   check_trace(t, 2 * (P * V - 1) * M, V);
 }
 
-TEST_CASE("GPipe trace: peak in-flight M on every rank", "[trace]") {
+TEST_CASE("chrome_trace.peak_flight_m_rank", "[trace]") {
+  // GPipe trace: peak in-flight M on every rank
   const int P = 3, M = 5;
   const TracedRun t = traced(make_config("gpipe", P, M, 1, "ms"));
   check_trace(t, 2 * (P - 1) * M, 1);
   for (const auto& m : t.analysis.metrics->per_rank) CHECK(m.peak_inflight == M);
 }
 
-TEST_CASE("a metrics-only run gives the same numbers as a traced run", "[trace]") {
+TEST_CASE("chrome_trace.metrics_only_run_gives_same", "[trace]") {
+  // a metrics-only run gives the same numbers as a traced run
   const auto [kind, V] =
       GENERATE(table<std::string, int>({{"1f1b", 1}, {"gpipe", 1}, {"interleaved-1f1b", 2}}));
   INFO(kind);
@@ -294,7 +296,8 @@ TEST_CASE("a metrics-only run gives the same numbers as a traced run", "[trace]"
   CHECK_FALSE(t.trace.spans.empty());
 }
 
-TEST_CASE("the trace stays valid JSON for a deadlocked run", "[trace]") {
+TEST_CASE("chrome_trace.trace_stays_valid_json_deadlocked", "[trace]") {
+  // the trace stays valid JSON for a deadlocked run
   // All-blocking 1F1B deadlocks (every rank sends before it receives in the steady state).
   config::Config config =
       config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
@@ -316,7 +319,8 @@ TEST_CASE("the trace stays valid JSON for a deadlocked run", "[trace]") {
   CHECK(events(doc, "X", "compute").size() == compute);
 }
 
-TEST_CASE("a trace from a run record carries the config and metrics as metadata", "[trace]") {
+TEST_CASE("chrome_trace.trace_run_record_carries_config", "[trace]") {
+  // a trace from a run record carries the config and metrics as metadata
   const config::Config config = make_config("1f1b", 4, 8, 1, "ms");
   record::RunRecord a = sim::analyze(config, {.trace = true});
   REQUIRE(a.trace);
@@ -351,7 +355,8 @@ TEST_CASE("a trace from a run record carries the config and metrics as metadata"
   }
 }
 
-TEST_CASE("a deadlocked run's trace marks where each rank blocked for good", "[trace]") {
+TEST_CASE("chrome_trace.deadlocked_run_s_trace_marks", "[trace]") {
+  // a deadlocked run's trace marks where each rank blocked for good
   const config::Config config =
       config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
   const record::RunRecord a = sim::analyze(config, {.trace = true});
@@ -384,8 +389,8 @@ TEST_CASE("a deadlocked run's trace marks where each rank blocked for good", "[t
   }
 }
 
-TEST_CASE("A simulated and a measured run go into one Chrome trace as two process groups",
-          "[chrome_trace][real]") {
+TEST_CASE("chrome_trace.simulated_measured_run_go_into", "[chrome_trace][real]") {
+  // A simulated and a measured run go into one Chrome trace as two process groups
   const auto p =
       std::make_shared<const schedules::Program>(test::lowered("1f1b", 4, 8, 1, "async"));
   config::Prepared prep;

@@ -11,8 +11,8 @@ constexpr CommStyle kAllStyles[] = {"blocking", "async-send", "batched", "async"
 constexpr CommStyle kDeadlockFreeStyles[] = {"async-send", "batched", "async"};
 }  // namespace
 
-TEST_CASE("GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every comm style",
-          "[closed_form][gpipe]") {
+TEST_CASE("closed_forms.gpipe_bubble_fraction_p_1", "[closed_form][gpipe]") {
+  // GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every comm style
   const double F = 1.0, B = 2.0;
   for (CommStyle style : kAllStyles) {
     for (int P = 1; P <= 8; ++P) {
@@ -30,10 +30,9 @@ TEST_CASE("GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every
   }
 }
 
-TEST_CASE(
-    "1F1B bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), peak in-flight on rank r = "
-    "min(P-r, M)",
-    "[closed_form][1f1b]") {
+TEST_CASE("closed_forms.1f1b_bubble_fraction_p_1", "[closed_form][1f1b]") {
+  // 1F1B bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), peak in-flight on rank r =
+  // min(P-r, M)
   const double F = 1.5, B = 3.0;
   for (CommStyle style : kDeadlockFreeStyles) {
     for (int P = 1; P <= 8; ++P) {
@@ -58,8 +57,8 @@ TEST_CASE(
 }
 
 // Only the async lowering runs interleaved programs: the others deadlock (test_deadlock.cpp).
-TEST_CASE("Interleaved 1F1B bubble_vs_ideal = (P-1)/(V*M) with per-chunk costs",
-          "[closed_form][interleaved]") {
+TEST_CASE("closed_forms.interleaved_1f1b_bubble_vs_ideal", "[closed_form][interleaved]") {
+  // Interleaved 1F1B bubble_vs_ideal = (P-1)/(V*M) with per-chunk costs
   const double f = 1.0, b = 2.0;  // per virtual stage (chunk)
   for (int prefetch : {1, -1}) {
     for (int P : {3, 4, 5, 8}) {
@@ -78,9 +77,8 @@ TEST_CASE("Interleaved 1F1B bubble_vs_ideal = (P-1)/(V*M) with per-chunk costs",
   }
 }
 
-TEST_CASE(
-    "Communication volume: GPipe/1F1B move 2(P-1)*M*boundary bytes, interleaved 2(PV-1)*M*boundary",
-    "[closed_form][comm]") {
+TEST_CASE("closed_forms.gpipe_1f1b_move_2_p", "[closed_form][comm]") {
+  // Communication volume: GPipe/1F1B move 2(P-1)*M*boundary bytes, interleaved 2(PV-1)*M*boundary
   const std::int64_t bytes = 3 << 20;
   for (int P = 1; P <= 6; ++P) {
     for (int M : {1, 4, 9}) {
@@ -108,10 +106,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "Transfer time = latency + bytes/bandwidth: 1F1B P=2 M=1 makespan = 2F + 2B + 2(latency + "
-    "bytes/bw)",
-    "[closed_form][comm]") {
+TEST_CASE("closed_forms.transfer_time_latency_bytes_bandwidth", "[closed_form][comm]") {
+  // Transfer time = latency + bytes/bandwidth: 1F1B P=2 M=1 makespan = 2F + 2B + 2(latency +
+  // bytes/bw)
   for (CommStyle style : kAllStyles) {
     auto o = test::uniform(2, 1.0, 2.0);
     o.network.latency = 0.25;
@@ -123,10 +120,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "Memory: 1F1B peak on rank r = static*chunks + min(P-r, M)*activation, GPipe = static + "
-    "M*activation",
-    "[closed_form][memory]") {
+TEST_CASE("closed_forms.1f1b_peak_rank_r_static", "[closed_form][memory]") {
+  // Memory: 1F1B peak on rank r = static*chunks + min(P-r, M)*activation, GPipe = static +
+  // M*activation
   const std::int64_t act = 1 << 20, stat = 7 << 20;
   for (int P = 1; P <= 6; ++P) {
     for (int M = 1; M <= 10; ++M) {
@@ -148,9 +144,8 @@ TEST_CASE(
   for (const auto& m : ri.per_rank) CHECK(m.peak_memory_bytes == 2 * stat);
 }
 
-TEST_CASE(
-    "Memory: forward outputs live until their backward, or only until sent with deallocate_outputs",
-    "[memory]") {
+TEST_CASE("closed_forms.forward_outputs_live_until_their", "[memory]") {
+  // Memory: forward outputs live until their backward, or only until sent with deallocate_outputs
   // GPipe P=2 M=4, blocking: rank 0 keeps 4 stashes + 4 sent outputs, then posts RECV_B0 (+1
   // buffer).
   const std::int64_t A = 1000, b = 10;
@@ -163,8 +158,8 @@ TEST_CASE(
   CHECK(sim::simulate(prog, o).per_rank[0].peak_memory_bytes == 4 * A + 1 * b);
 }
 
-TEST_CASE("Memory: split backward releases activation - weight_stash at I and the rest at W",
-          "[memory]") {
+TEST_CASE("closed_forms.split_backward_releases_activation_weight", "[memory]") {
+  // Memory: split backward releases activation - weight_stash at I and the rest at W
   // One rank, two microbatches: F0 F1 I0 I1 W0 W1. Peak = 2A; after I0 and I1, 2*ws remain until
   // the Ws.
   const auto prog = schedules::Program::parse("0F0,0F1,0I0,0I1,0W0,0W1\n");
@@ -191,7 +186,8 @@ TEST_CASE("Memory: split backward releases activation - weight_stash at I and th
   CHECK(trace.counters.back().inflight == 0);
 }
 
-TEST_CASE("Transfers on one directed link run one after another", "[comm]") {
+TEST_CASE("closed_forms.transfers_directed_link_run_after", "[comm]") {
+  // Transfers on one directed link run one after another
   // Cheap compute, slow wire: GPipe P=2 M=6 async sends queue on link 0->1.
   auto o = test::uniform(2, 0.1, 0.2);
   o.network.latency = 0.5;

@@ -62,7 +62,8 @@ record::Deadlock two_rank_cycle(int position_of_rank1) {
 
 }  // namespace
 
-TEST_CASE("identical records agree with zero start-time error", "[comparison]") {
+TEST_CASE("comparison.identical_records_agree_zero_start", "[comparison]") {
+  // identical records agree with zero start-time error
   const record::RunRecord a = base_record();
   const real::Comparison c = real::compare(a, a);
   CHECK(c.verdicts_agree);
@@ -81,8 +82,8 @@ TEST_CASE("identical records agree with zero start-time error", "[comparison]") 
   CHECK(c.ranks[1].measured_memory == 2000);
 }
 
-TEST_CASE("shifted spans: errors 1..20 give median 10.5, p95 19 (nearest rank), max 20",
-          "[comparison]") {
+TEST_CASE("comparison.errors_1_20_give_median", "[comparison]") {
+  // shifted spans: errors 1..20 give median 10.5, p95 19 (nearest rank), max 20
   const record::RunRecord predicted = base_record();
   record::RunRecord measured = base_record();
   // Op k (k = 0..19 over both ranks) moves by k+1, early on rank 0 and late on rank 1: the error
@@ -102,8 +103,8 @@ TEST_CASE("shifted spans: errors 1..20 give median 10.5, p95 19 (nearest rank), 
   CHECK(c.verdicts_agree);
 }
 
-TEST_CASE("only ops with a span in both traces are compared, an op's first span counts",
-          "[comparison]") {
+TEST_CASE("comparison.only_ops_span_both_traces", "[comparison]") {
+  // only ops with a span in both traces are compared, an op's first span counts
   const record::RunRecord predicted = base_record();
   record::RunRecord measured = base_record();
   // The measured run stopped after 3 ops on rank 1; rank 0's op 0 has a later second span.
@@ -117,7 +118,8 @@ TEST_CASE("only ops with a span in both traces are compared, an op's first span 
   CHECK(c.start_error_max == Approx(2));
 }
 
-TEST_CASE("records without traces compare figures but no start times", "[comparison]") {
+TEST_CASE("comparison.records_without_traces_compare_figures", "[comparison]") {
+  // records without traces compare figures but no start times
   record::RunRecord predicted = base_record();
   predicted.trace.reset();
   const real::Comparison c = real::compare(predicted, base_record());
@@ -126,7 +128,8 @@ TEST_CASE("records without traces compare figures but no start times", "[compari
   CHECK(c.verdicts_agree);
 }
 
-TEST_CASE("a different peak on one rank is a peak disagreement", "[comparison]") {
+TEST_CASE("comparison.different_peak_rank_peak_disagreement", "[comparison]") {
+  // a different peak on one rank is a peak disagreement
   const record::RunRecord predicted = base_record();
   record::RunRecord measured = base_record();
   measured.metrics->per_rank[1].peak_memory_bytes += 1;
@@ -140,8 +143,8 @@ TEST_CASE("a different peak on one rank is a peak disagreement", "[comparison]")
   CHECK(c.verdicts_agree);  // peaks are not the verdict
 }
 
-TEST_CASE("deadlocks agree only when cycles, unmatched and blocked ops are the same",
-          "[comparison]") {
+TEST_CASE("comparison.deadlocks_agree_only_when_cycles", "[comparison]") {
+  // deadlocks agree only when cycles, unmatched and blocked ops are the same
   record::RunRecord predicted = base_record();
   predicted.deadlock = two_rank_cycle(5);
   record::RunRecord measured = base_record();
@@ -186,10 +189,9 @@ TEST_CASE("deadlocks agree only when cycles, unmatched and blocked ops are the s
   }
 }
 
-TEST_CASE(
-    "calibrated: mean measured duration per kind and stage, a duration over twice the median "
-    "left out as a stall, B = I + W when only the split was measured",
-    "[comparison]") {
+TEST_CASE("comparison.mean_measured_duration_per_kind", "[comparison]") {
+  // calibrated: mean measured duration per kind and stage, a duration over twice the median left
+  // out as a stall, B = I + W when only the split was measured
   auto p = std::make_shared<schedules::Program>(
       4, schedules::make_placement(schedules::PlacementKind::loop, 2, 1));
   // Rank 0 holds stage 0, rank 1 stage 1.
@@ -268,17 +270,16 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("calibrated without a trace keeps the model", "[comparison]") {
+TEST_CASE("comparison.calibrated_without_trace_keeps_model", "[comparison]") {
+  // calibrated without a trace keeps the model
   model::Model model;
   model.costs = model::CostModel::uniform(1, {3, 1, 1, 2, true});
   record::RunRecord measured;
   CHECK(real::calibrated(model, measured).costs.stages[0].forward == 3);
 }
 
-TEST_CASE(
-    "memory peaks follow program order unless an async send frees its buffer when its "
-    "transfer ends",
-    "[comparison]") {
+TEST_CASE("comparison.memory_peaks_follow_program_order", "[comparison]") {
+  // memory peaks follow program order unless an async send frees its buffer when its transfer ends
   auto program = [](bool async_send_b, bool async_send_f) {
     auto p = std::make_shared<schedules::Program>(
         1, schedules::make_placement(schedules::PlacementKind::loop, 2, 1));

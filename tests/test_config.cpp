@@ -90,7 +90,8 @@ config::Prepared build(const json& j) {
                               Contains(expected_));                                      \
   } while (false)
 
-TEST_CASE("malformed JSON is reported as file:line:column", "[config]") {
+TEST_CASE("config.malformed_json_reported_file_line", "[config]") {
+  // malformed JSON is reported as file:line:column
   SECTION("trailing comma on line 3: the error is at the '}' that follows it, column 28") {
     const std::string text =
         "{\n"
@@ -130,14 +131,16 @@ TEST_CASE("malformed JSON is reported as file:line:column", "[config]") {
   }
 }
 
-TEST_CASE("a missing file names the path and says it cannot be opened", "[config]") {
+TEST_CASE("config.missing_file_names_path_says", "[config]") {
+  // a missing file names the path and says it cannot be opened
   const std::string path = "/nonexistent-ppsim-dir/config.json";
   const auto e = error_of([&] { config::load_config(path); });
   CHECK(e.source() == path);
   CHECK_THAT(e.what(), StartsWith(path + ": ") && Contains("cannot open"));
 }
 
-TEST_CASE("the top level must be an object", "[config]") {
+TEST_CASE("config.top_level_must_object", "[config]") {
+  // the top level must be an object
   CHECK_CONFIG_ERROR(parse(json::array({1, 2})), "(top level)", "expected an object, got array");
   CHECK_CONFIG_ERROR(parse(json(3)), "(top level)", "expected an object, got number");
   const TempFile file("array.json", "[1, 2]\n");
@@ -145,7 +148,8 @@ TEST_CASE("the top level must be an object", "[config]") {
   CHECK_THAT(e.what(), StartsWith(file.path() + ": key '(top level)': expected an object"));
 }
 
-TEST_CASE("an unknown key is rejected at every level, listing the known ones", "[config]") {
+TEST_CASE("config.unknown_key_rejected_level_listing", "[config]") {
+  // an unknown key is rejected at every level, listing the known ones
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedul", 1)), "schedul",
                      "unknown key; known keys here:");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/rank", 4)), "schedule.rank",
@@ -161,7 +165,8 @@ TEST_CASE("an unknown key is rejected at every level, listing the known ones", "
                      "activation_bytes");
 }
 
-TEST_CASE("schedule, kind, ranks and microbatches are required", "[config]") {
+TEST_CASE("config.schedule_kind_ranks_microbatches_required", "[config]") {
+  // schedule, kind, ranks and microbatches are required
   CHECK_CONFIG_ERROR(parse(json::object()), "schedule", "is required: expected an object");
   CHECK_CONFIG_ERROR(parse(json{{"schedule", {{"ranks", 4}, {"microbatches", 8}}}}),
                      "schedule.kind", "is required: expected a string");
@@ -174,7 +179,8 @@ TEST_CASE("schedule, kind, ranks and microbatches are required", "[config]") {
                      "is required");
 }
 
-TEST_CASE("an unknown schedule kind lists the known ones", "[config]") {
+TEST_CASE("config.unknown_schedule_kind_lists_known", "[config]") {
+  // an unknown schedule kind lists the known ones
   const auto e = error_of([] { parse(with(minimal(), "/schedule/kind", "2f2b")); });
   CHECK(e.key() == "schedule.kind");
   CHECK_THAT(e.what(), StartsWith("cfg.json: key 'schedule.kind': unknown schedule \"2f2b\"") &&
@@ -185,7 +191,8 @@ TEST_CASE("an unknown schedule kind lists the known ones", "[config]") {
   CHECK_NOTHROW(build(with(minimal(), "/schedule/kind", "PipeDream-flush")));
 }
 
-TEST_CASE("values of the wrong type name the key and the expected type", "[config]") {
+TEST_CASE("config.values_wrong_type_name_key", "[config]") {
+  // values of the wrong type name the key and the expected type
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/ranks", "4")), "schedule.ranks",
                      "expected an integer >= 1, got string \"4\"");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/ranks", 4.5)), "schedule.ranks",
@@ -226,7 +233,8 @@ TEST_CASE("values of the wrong type name the key and the expected type", "[confi
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/memory", 0)), "memory", "expected an object");
 }
 
-TEST_CASE("negative costs, latency, bandwidth and sizes are rejected", "[config]") {
+TEST_CASE("config.negative_costs_latency_bandwidth_sizes", "[config]") {
+  // negative costs, latency, bandwidth and sizes are rejected
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/forward", -1.0)), "costs.forward",
                      "expected a number >= 0");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/backward", -2)), "costs.backward",
@@ -255,7 +263,8 @@ TEST_CASE("negative costs, latency, bandwidth and sizes are rejected", "[config]
                      "expected an integer >= 1");
 }
 
-TEST_CASE("parameters a generator rejects become errors on schedule.* when built", "[config]") {
+TEST_CASE("config.parameters_generator_rejects_become_errors", "[config]") {
+  // parameters a generator rejects become errors on schedule.* when built
   // Each parses (the types are right); the generator refuses the combination.
   SECTION("gpipe and 1f1b take one chunk") {
     // chunks is declared with range [1, 1], so reading the config already refuses it.
@@ -297,7 +306,8 @@ TEST_CASE("parameters a generator rejects become errors on schedule.* when built
   }
 }
 
-TEST_CASE("backward costs: both halves or none, and B = I + W", "[config]") {
+TEST_CASE("config.both_halves_none_b_i", "[config]") {
+  // backward costs: both halves or none, and B = I + W
   CHECK_CONFIG_ERROR(build(with(minimal(), "/costs/backward_input", 1.0)), "costs.backward_weight",
                      "give both backward_input and backward_weight, or only backward");
   CHECK_CONFIG_ERROR(build(with(minimal(), "/costs/backward_weight", 1.0)), "costs.backward_input",
@@ -320,7 +330,8 @@ TEST_CASE("backward costs: both halves or none, and B = I + W", "[config]") {
                      "must equal backward_input + backward_weight = 3, got 4");
 }
 
-TEST_CASE("costs.per_stage keys are stage numbers inside the schedule", "[config]") {
+TEST_CASE("config.costs_per_stage_keys_stage", "[config]") {
+  // costs.per_stage keys are stage numbers inside the schedule
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/first", {{"forward", 1.0}})),
                      "costs.per_stage.first", "expected a stage number as key");
   CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/-1", {{"forward", 1.0}})),
@@ -340,7 +351,8 @@ TEST_CASE("costs.per_stage keys are stage numbers inside the schedule", "[config
       "costs.per_stage.8", "stages 0..7");
 }
 
-TEST_CASE("memory: weight_stash_bytes is part of activation_bytes", "[config]") {
+TEST_CASE("config.weight_stash_bytes_part_activation", "[config]") {
+  // memory: weight_stash_bytes is part of activation_bytes
   const json j = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
       "memory": {"activation_bytes": 100, "weight_stash_bytes": 101}})");
   CHECK_CONFIG_ERROR(parse(j), "memory.weight_stash_bytes",
@@ -350,7 +362,8 @@ TEST_CASE("memory: weight_stash_bytes is part of activation_bytes", "[config]") 
   CHECK(parse(with(j, "/memory/weight_stash_bytes", 100)).memory.weight_stash_bytes == 100);
 }
 
-TEST_CASE("comm.prefetch is an integer >= 0 or \"all\"", "[config]") {
+TEST_CASE("config.comm_prefetch_integer_0", "[config]") {
+  // comm.prefetch is an integer >= 0 or "all"
   for (const json& bad : {json(-1), json(1.5), json("some"), json(true), json::array()}) {
     INFO("prefetch = " << bad.dump());
     CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/prefetch", bad)), "comm.prefetch",
@@ -363,8 +376,8 @@ TEST_CASE("comm.prefetch is an integer >= 0 or \"all\"", "[config]") {
   CHECK_NOTHROW(build(with(minimal(), "/comm/prefetch", "all")));
 }
 
-TEST_CASE("overrides (--set KEY=VALUE): the value is parsed as JSON, else taken as a string",
-          "[config]") {
+TEST_CASE("config.overrides_set_key_value_value", "[config]") {
+  // overrides (--set KEY=VALUE): the value is parsed as JSON, else taken as a string
   json j = minimal();
   config::apply_override(j, "comm.style=blocking");
   CHECK(j["comm"]["style"] == "blocking");
@@ -418,7 +431,8 @@ TEST_CASE("overrides (--set KEY=VALUE): the value is parsed as JSON, else taken 
   }
 }
 
-TEST_CASE("custom schedules: schedule.ops, one op string per rank", "[config]") {
+TEST_CASE("config.schedule_ops_op_string_per", "[config]") {
+  // custom schedules: schedule.ops, one op string per rank
   // P = 2, M = 1, blocking transfers: F on rank 0, F + B on rank 1, B back on rank 0.
   json j = json::parse(R"({"schedule": {"kind": "custom",
       "ops": ["0F0,0SEND_F0,0RECV_B0,0B0", "1RECV_F0,1F0,1B0,1SEND_B0"]},
@@ -456,7 +470,8 @@ TEST_CASE("custom schedules: schedule.ops, one op string per rank", "[config]") 
   }
 }
 
-TEST_CASE("defaults as documented: async, tag matching, prefetch 1, ms, one chunk", "[config]") {
+TEST_CASE("config.async_tag_matching_prefetch_1", "[config]") {
+  // defaults as documented: async, tag matching, prefetch 1, ms, one chunk
   const config::Config c = config::parse_config(minimal(), "dir/my-run.json");
   CHECK(c.source == "dir/my-run.json");
   CHECK(c.name == "my-run");
@@ -501,7 +516,8 @@ TEST_CASE("defaults as documented: async, tag matching, prefetch 1, ms, one chun
   CHECK(config::microseconds_per_unit("ns") == 1e-3);
 }
 
-TEST_CASE("build resolves per-stage cost overrides over the global costs", "[config]") {
+TEST_CASE("config.build_resolves_per_stage_cost", "[config]") {
+  // build resolves per-stage cost overrides over the global costs
   const json j = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
       "costs": {"forward": 1.0, "backward_input": 1.0, "backward_weight": 0.5,
                 "per_stage": {"1": {"forward": 3.0},
@@ -560,10 +576,9 @@ TEST_CASE("build resolves per-stage cost overrides over the global costs", "[con
   }
 }
 
-TEST_CASE(
-    "Parameters come from the registries: one the schedule or comm style does not take is "
-    "an error that says who takes it",
-    "[config][registry]") {
+TEST_CASE("config.parameters_come_registries_schedule_comm", "[config][registry]") {
+  // Parameters come from the registries: one the schedule or comm style does not take is an error
+  // that says who takes it
   auto j = minimal();
   j["schedule"]["microbatch_group_size"] = 4;
   CHECK_CONFIG_ERROR(parse(j), "schedule.microbatch_group_size",
@@ -586,10 +601,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "An I or W op on a stage with only a full backward cost is refused by prepare, naming the "
-    "key and the op",
-    "[config]") {
+TEST_CASE("config.i_w_op_stage_only", "[config]") {
+  // An I or W op on a stage with only a full backward cost is refused by prepare, naming the key
+  // and the op
   json j = json::parse(R"({"schedule": {"kind": "custom", "ops": ["0F0,1F0,1I0,0B0,1W0"]},
                            "costs": {"forward": 1, "backward": 2}})");
   const auto e = error_of([&] { config::prepare(config::parse_config(j, kSource)); });

@@ -45,8 +45,8 @@ schedules::OpLocator locator(const config::Config& c, const schedules::Program& 
 
 }  // namespace
 
-TEST_CASE("custom op lists of compute ops only are lowered by comm.style, as a generator's are",
-          "[custom_lowering][config]") {
+TEST_CASE("custom_lowering.custom_op_lists_compute_ops", "[custom_lowering][config]") {
+  // custom op lists of compute ops only are lowered by comm.style, as a generator's are
   struct Case {
     const char* kind;
     int P, M, V;
@@ -85,8 +85,8 @@ TEST_CASE("custom op lists of compute ops only are lowered by comm.style, as a g
   }
 }
 
-TEST_CASE("a compute-only custom list keeps its IDLE ranks through lowering",
-          "[custom_lowering][config]") {
+TEST_CASE("custom_lowering.compute_only_custom_list_keeps", "[custom_lowering][config]") {
+  // a compute-only custom list keeps its IDLE ranks through lowering
   for (const auto& lowering : test::all_lowerings()) {
     INFO(test::describe(lowering));
     const json j = {{"schedule", {{"kind", "custom"}, {"ops", {"0F0,0B0", "IDLE", "IDLE"}}}},
@@ -101,8 +101,8 @@ TEST_CASE("a compute-only custom list keeps its IDLE ranks through lowering",
   }
 }
 
-TEST_CASE("custom op lists that write communication run as written, comm.style is refused",
-          "[custom_lowering][config]") {
+TEST_CASE("custom_lowering.custom_op_lists_write_communication", "[custom_lowering][config]") {
+  // custom op lists that write communication run as written, comm.style is refused
   const json j = {
       {"schedule",
        {{"kind", "custom"}, {"ops", {"0F0,0SEND_F0,0RECV_B0,0B0", "1RECV_F0,1F0,1B0,1SEND_B0"}}}}};
@@ -125,10 +125,9 @@ TEST_CASE("custom op lists that write communication run as written, comm.style i
   CHECK(commented.comm_style() == "async");
 }
 
-TEST_CASE(
-    "custom op lists with communication on some ranks only run as written, and validation "
-    "names each op left without its transfer",
-    "[custom_lowering][config]") {
+TEST_CASE("custom_lowering.custom_op_lists_communication_some", "[custom_lowering][config]") {
+  // custom op lists with communication on some ranks only run as written, and validation names
+  // each op left without its transfer
   // Rank 0 writes its sends and receives out; rank 1 writes none.
   const json j = {
       {"schedule", {{"kind", "custom"}, {"ops", {"0F0,0SEND_F0,0RECV_B0,0B0", "1F0,1B0"}}}}};
@@ -152,8 +151,8 @@ TEST_CASE(
                             "another rank but no receive precedes it [schedule.ops[1] column 1]"));
 }
 
-TEST_CASE("locate: every op of a custom program is found where it was written",
-          "[custom_lowering][check]") {
+TEST_CASE("custom_lowering.op_custom_program_found_where", "[custom_lowering][check]") {
+  // locate: every op of a custom program is found where it was written
   const std::string lowered = test::lowered("1f1b", 4, 6, 1, "async", 1).to_text();
   const std::string compute =
       schedules::generate("1f1b", {{"ranks", 4}, {"microbatches", 6}}).to_text();
@@ -214,8 +213,8 @@ TEST_CASE("locate: every op of a custom program is found where it was written",
   }
 }
 
-TEST_CASE("check names the rank, position, op and place of every stuck op of a deadlock",
-          "[check]") {
+TEST_CASE("custom_lowering.check_names_rank_position_op", "[check]") {
+  // check names the rank, position, op and place of every stuck op of a deadlock
   // configs/1f1b-blocking-deadlock.json, its program written out as a custom schedule.
   const std::string text = test::lowered("1f1b", 4, 8, 1, "blocking").to_text();
   const config::Config c =
@@ -251,8 +250,8 @@ TEST_CASE("check names the rank, position, op and place of every stuck op of a d
   CHECK_THAT(out, Contains("stuck: rank 3 op 3 (3SEND_B0)"));
 }
 
-TEST_CASE("check names rank, position, op and line/column for every diagnostic kind tied to an op",
-          "[check]") {
+TEST_CASE("custom_lowering.check_names_rank_position_op_2", "[check]") {
+  // check names rank, position, op and line/column for every diagnostic kind tied to an op
   const std::string r0 = "0F0,0SEND_F0,0RECV_B0,0B0", r1 = "1RECV_F0,1F0,1B0,1SEND_B0";
   struct Case {
     const char* kind;

@@ -24,9 +24,8 @@ bool has_error(const sim::SimResult& r, const std::string& kind) {
 }
 }  // namespace
 
-TEST_CASE(
-    "1F1B with all-blocking sends deadlocks: ranks P-2 and P-1 each block in a send to the other",
-    "[deadlock]") {
+TEST_CASE("deadlock.1f1b_blocking_sends_deadlocks_ranks", "[deadlock]") {
+  // 1F1B with all-blocking sends deadlocks: ranks P-2 and P-1 each block in a send to the other
   for (int P = 2; P <= 8; ++P) {
     for (int M = 2; M <= 12; ++M) {
       auto o = test::uniform(P, 1, 2);
@@ -60,13 +59,15 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("1F1B with one microbatch cannot deadlock even with blocking sends", "[deadlock]") {
+TEST_CASE("deadlock.1f1b_microbatch_cannot_deadlock_even", "[deadlock]") {
+  // 1F1B with one microbatch cannot deadlock even with blocking sends
   for (int P = 1; P <= 6; ++P)
     CHECK_FALSE(
         sim::simulate(test::lowered("1f1b", P, 1, 1, "blocking"), test::uniform(P, 1, 2)).deadlock);
 }
 
-TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[deadlock]") {
+TEST_CASE("deadlock.async_forward_sends_megatron_s", "[deadlock]") {
+  // The fixes run: async forward sends and Megatron's batched pairs
   for (CommStyle style : {"async-send", "batched"}) {
     for (int P = 1; P <= 8; ++P) {
       for (int M = 1; M <= 12; ++M) {
@@ -83,9 +84,8 @@ TEST_CASE("The fixes run: async forward sends and Megatron's batched pairs", "[d
   }
 }
 
-TEST_CASE(
-    "Interleaved 1F1B with blocking forward sends deadlocks around the stage ring, async runs",
-    "[deadlock][interleaved]") {
+TEST_CASE("deadlock.interleaved_1f1b_blocking_forward_sends", "[deadlock][interleaved]") {
+  // Interleaved 1F1B with blocking forward sends deadlocks around the stage ring, async runs
   // Warm-up: every rank sends a forward to the next rank while the next rank sends its own:
   // with blocking (or waited-at-once) sends the P ranks form one cycle through the ring.
   for (CommStyle style : {"blocking", "async-send", "batched"}) {
@@ -104,8 +104,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("Eager sends no larger than eager_limit complete locally, so all-blocking 1F1B runs",
-          "[deadlock][eager]") {
+TEST_CASE("deadlock.eager_sends_larger_eager_limit", "[deadlock][eager]") {
+  // Eager sends no larger than eager_limit complete locally, so all-blocking 1F1B runs
   auto o = test::uniform(4, 1, 2);
   o.network.boundary_bytes = 4096;
   o.network.eager_limit = 4096;
@@ -117,8 +117,8 @@ TEST_CASE("Eager sends no larger than eager_limit complete locally, so all-block
   CHECK(sim::simulate(prog, o).deadlock);
 }
 
-TEST_CASE("A receive whose sender has finished is reported as unmatched, not as a cycle",
-          "[deadlock]") {
+TEST_CASE("deadlock.receive_whose_sender_has_finished", "[deadlock]") {
+  // A receive whose sender has finished is reported as unmatched, not as a cycle
   // Rank 1 expects the activation of microbatch 1 too, but rank 0 only sends microbatch 0.
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0,0F1\n"
@@ -133,7 +133,8 @@ TEST_CASE("A receive whose sender has finished is reported as unmatched, not as 
   CHECK(r.deadlock->unmatched[0].position == 2);
 }
 
-TEST_CASE("A WAIT on a pending request names the request and its peer", "[deadlock]") {
+TEST_CASE("deadlock.wait_pending_request_names_request", "[deadlock]") {
+  // A WAIT on a pending request names the request and its peer
   // Both ranks post async receives and wait on them before sending: a cycle through WAITs.
   const auto prog = schedules::Program::parse(
       "0F0,0RECV_B0#0,WAIT(0),0SEND_F0,0B0\n"
@@ -148,8 +149,8 @@ TEST_CASE("A WAIT on a pending request names the request and its peer", "[deadlo
   CHECK(c[1].waiting_for == "1RECV_F0#0");
 }
 
-TEST_CASE("fifo matching reports a message-order mismatch that tag matching tolerates",
-          "[deadlock][fifo]") {
+TEST_CASE("deadlock.fifo_matching_reports_message_order", "[deadlock][fifo]") {
+  // fifo matching reports a message-order mismatch that tag matching tolerates
   // Rank 0 sends microbatch 1 before 0; rank 1 receives 0 first. Async on both sides.
   const auto prog = schedules::Program::parse(
       "0F0,0F1,0SEND_F1#0,0SEND_F0#1,WAIT(0;1),0RECV_B0,0B0,0RECV_B1,0B1\n"
@@ -165,7 +166,8 @@ TEST_CASE("fifo matching reports a message-order mismatch that tag matching tole
   CHECK(r.errors[0].message.find("0SEND_F1#0") != std::string::npos);
 }
 
-TEST_CASE("Under fifo, blocking sends in the wrong order deadlock instead", "[deadlock][fifo]") {
+TEST_CASE("deadlock.under_fifo_blocking_sends_wrong", "[deadlock][fifo]") {
+  // Under fifo, blocking sends in the wrong order deadlock instead
   const auto prog = schedules::Program::parse(
       "0F0,0F1,0SEND_F1,0SEND_F0,0RECV_B0,0B0,0RECV_B1,0B1\n"
       "1RECV_F0,1RECV_F1,1F0,1F1,1B0,1SEND_B0,1B1,1SEND_B1\n");
@@ -178,10 +180,9 @@ TEST_CASE("Under fifo, blocking sends in the wrong order deadlock instead", "[de
   CHECK(has_error(r, "message_order_mismatch"));
 }
 
-TEST_CASE(
-    "Unwaited async send whose buffer is freed is the Gloo 'Cannot lock pointer to unbound buffer' "
-    "crash",
-    "[hazard]") {
+TEST_CASE("deadlock.unwaited_async_send_whose_buffer", "[hazard]") {
+  // Unwaited async send whose buffer is freed is the Gloo 'Cannot lock pointer to unbound buffer'
+  // crash
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0#0,0RECV_B0,0B0\n"
       "1RECV_F0,1F0,1B0,1SEND_B0\n");
@@ -198,7 +199,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("Reading a receive buffer before its WAIT is an error, not a stall", "[hazard]") {
+TEST_CASE("deadlock.reading_receive_buffer_before_wait", "[hazard]") {
+  // Reading a receive buffer before its WAIT is an error, not a stall
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0,0RECV_B0,0B0\n"
       "1RECV_F0#0,1F0,WAIT(0),1B0,1SEND_B0\n");
@@ -209,8 +211,8 @@ TEST_CASE("Reading a receive buffer before its WAIT is an error, not a stall", "
   CHECK(r.errors[0].rank == 1);
 }
 
-TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op durations",
-          "[deadlock][property]") {
+TEST_CASE("deadlock.deadlock_verdict_cycle_do_depend", "[deadlock][property]") {
+  // Property: the deadlock verdict and its cycle do not depend on op durations
   std::mt19937 rng(20261121);
   std::uniform_real_distribution<double> cost(0.01, 10.0);
   std::uniform_int_distribution<int> coin(0, 1);
@@ -263,10 +265,8 @@ TEST_CASE("Property: the deadlock verdict and its cycle do not depend on op dura
   }
 }
 
-TEST_CASE(
-    "A request waited twice: the second WAIT returns at once, also after its record was "
-    "reused",
-    "[deadlock][requests]") {
+TEST_CASE("deadlock.second_wait_returns_once_also", "[deadlock][requests]") {
+  // A request waited twice: the second WAIT returns at once, also after its record was reused
   // Rank 0 waits request 0, posts request 1 (whose record may take request 0's slot), then waits
   // both: request 0 is complete, so the run is the one that waits request 1 alone.
   const std::string rank1 = "1RECV_F0,1F0,1RECV_F1,1F1,1B1,1SEND_B1,1B0,1SEND_B0\n";
@@ -287,8 +287,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("A WAIT blocked for good names only its pending requests, not one it had waited before",
-          "[deadlock][requests]") {
+TEST_CASE("deadlock.wait_blocked_good_names_only", "[deadlock][requests]") {
+  // A WAIT blocked for good names only its pending requests, not one it had waited before
   const auto prog = schedules::Program::parse(
       "0F0,0SEND_F0#0,WAIT(0),0RECV_B0#1,WAIT(0;1),0B0\n"
       "1RECV_F0,1F0,1B0\n");

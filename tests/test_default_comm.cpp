@@ -58,8 +58,8 @@ std::optional<double> makespan_with(const config::Config& point, Set set) {
 
 }  // namespace
 
-TEST_CASE("schedules.default_comm: a fair lowering for every schedule on the bundled configs",
-          "[default_comm]") {
+TEST_CASE("default_comm.fair_lowering_schedule_bundled_configs", "[default_comm]") {
+  // schedules.default_comm: a fair lowering for every schedule on the bundled configs
   // The styles ppsim offers a schedule: async with receives 1 op ahead and all at the start,
   // PyTorch's lowering under NCCL's rules (under MPI's its sends are waited too late), Megatron's.
   const std::vector<std::pair<std::string, json>> styles = {
@@ -119,8 +119,8 @@ TEST_CASE("schedules.default_comm: a fair lowering for every schedule on the bun
   CHECK(points >= 100);  // 12 bundled configs x 10 schedules x 2 M, less what they cannot run
 }
 
-TEST_CASE("config.default_comm: a config's own comm keys win over the schedule's default",
-          "[default_comm][config]") {
+TEST_CASE("default_comm.config_s_own_comm_keys", "[default_comm][config]") {
+  // config.default_comm: a config's own comm keys win over the schedule's default
   auto load = [](const json& comm) {
     json j = {{"schedule", {{"kind", "zbv"}, {"ranks", 4}, {"microbatches", 8}}}};
     if (!comm.is_null()) j["comm"] = comm;
@@ -150,8 +150,8 @@ TEST_CASE("config.default_comm: a config's own comm keys win over the schedule's
     CHECK(g.default_comm.text.rfind(g.default_comm.style, 0) == 0);
 }
 
-TEST_CASE("viz.lowering_stall: the footnote of a row the lowering stalled",
-          "[default_comm][compare]") {
+TEST_CASE("default_comm.footnote_row_lowering_stalled", "[default_comm][compare]") {
+  // viz.lowering_stall: the footnote of a row the lowering stalled
   // README's comparison with comm.style set to async (receives posted 1 op ahead): interleaved-zb
   // stalls, its sends waiting for receivers that post late; the other schedules do not.
   const config::Config base = config::load_config(
@@ -190,8 +190,8 @@ TEST_CASE("viz.lowering_stall: the footnote of a row the lowering stalled",
   CHECK(fixed.metrics->makespan < 0.85 * runs[2].metrics->makespan);
 }
 
-TEST_CASE("schedules.default_comm: runs every size the schedule accepts, without a deadlock",
-          "[default_comm]") {
+TEST_CASE("default_comm.runs_size_schedule_accepts_without", "[default_comm]") {
+  // schedules.default_comm: runs every size the schedule accepts, without a deadlock
   // interleaved-zb with receives posted 1 op ahead deadlocks once a round holds P + 2
   // microbatches, looped-bfs from M = 16 at P = 4 (docs/SCHEDULES.md); their defaults do not.
   int runs = 0;

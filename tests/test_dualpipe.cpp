@@ -43,8 +43,8 @@ std::vector<Op> flat(const Program& p, int r) {
 //   5: P/2-h-1 x (B1 (F1;B0))   6: h+1 x (B1 B0), split into I from the middle of the step on
 //   7: P/2-h-1 x (W I0)   8: h+1 x W, the Ws in the order their Is ran.
 // Stages: rank r runs stage r (down, microbatches 0..M/2-1) and 2P-1-r (up, M/2..M-1).
-TEST_CASE("dualpipe: exact per-rank order of DualPipe's eight steps, P=2 M=4, P=4 M=8, P=6 M=12",
-          "[dualpipe]") {
+TEST_CASE("dualpipe.exact_per_rank_order_dualpipe", "[dualpipe]") {
+  // dualpipe: exact per-rank order of DualPipe's eight steps, P=2 M=4, P=4 M=8, P=6 M=12
   const auto p2 = gen(2, 4);
   CHECK(test::rank_line(p2, 0) == "0F0,3F2,0F1,3B2,(3F3;0B0)OVERLAP_F_B,3B3,0I1,0W1");
   CHECK(test::rank_line(p2, 1) == "2F2,1F0,2F3,1B0,(1F1;2B2)OVERLAP_F_B,1B1,2I3,2W3");
@@ -78,10 +78,9 @@ TEST_CASE("dualpipe: exact per-rank order of DualPipe's eight steps, P=2 M=4, P=
         p4.to_text());
 }
 
-TEST_CASE(
-    "dualpipe: two stages per rank (parameters 2x), two routes, each microbatch runs every stage "
-    "of its route once: one F, and one B or an I followed later by its W",
-    "[dualpipe]") {
+TEST_CASE("dualpipe.two_stages_per_rank_parameters", "[dualpipe]") {
+  // dualpipe: two stages per rank (parameters 2x), two routes, each microbatch runs every stage of
+  // its route once: one F, and one B or an I followed later by its W
   for (int P : {2, 4, 6, 8, 10}) {
     for (int M : {2 * P, 2 * P + 2, 3 * P, 4 * P + 2}) {
       if (M % 2) continue;
@@ -117,7 +116,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("dualpipe rejects odd P, odd M and M < 2P, saying which rule failed", "[dualpipe]") {
+TEST_CASE("dualpipe.dualpipe_rejects_odd_p_odd", "[dualpipe]") {
+  // dualpipe rejects odd P, odd M and M < 2P, saying which rule failed
   auto error = [](int P, int M) {
     try {
       gen(P, M);
@@ -153,8 +153,8 @@ sim::SimOptions costs(int P, double a, double X) {
 // rank longer. Outside it the figure is not exact (e.g. F=1, B=3, W=1, F&B=3, P=8: 8, not 9).
 // Busy time: a rank runs M forwards and M backwards, of which `pairs` F+B are overlapped; the
 // middle ranks overlap M-P-1 pairs (their first steady F0/B1 is not overlapped).
-TEST_CASE("dualpipe bubble = (P/2-1)(F&B + B - 3W) on the middle ranks, <= on all, F = I = W",
-          "[dualpipe][closed_form]") {
+TEST_CASE("dualpipe.dualpipe_bubble_p_2_1", "[dualpipe][closed_form]") {
+  // dualpipe bubble = (P/2-1)(F&B + B - 3W) on the middle ranks, <= on all, F = I = W
   for (int P : {2, 4, 6, 8, 10}) {
     for (int M : {2 * P, 2 * P + 2, 4 * P + 6}) {
       for (double a : {1.0, 0.5, 1.25}) {
@@ -184,8 +184,8 @@ TEST_CASE("dualpipe bubble = (P/2-1)(F&B + B - 3W) on the middle ranks, <= on al
 // when split. Each rank runs P forwards before its first backward, and its first overlapped pair
 // (or the middle ranks' F0 before B1) starts one more forward before the backward frees one.
 // Parameters 2x: static_bytes counts both stages a rank holds.
-TEST_CASE("dualpipe activations: peak in-flight P+1 on every rank, static memory 2x",
-          "[dualpipe][closed_form]") {
+TEST_CASE("dualpipe.peak_flight_p_1_rank", "[dualpipe][closed_form]") {
+  // dualpipe activations: peak in-flight P+1 on every rank, static memory 2x
   for (int P : {2, 4, 6, 8}) {
     for (int M : {2 * P, 2 * P + 2, 4 * P}) {
       auto o = costs(P, 1, 2.5);
@@ -206,10 +206,8 @@ TEST_CASE("dualpipe activations: peak in-flight P+1 on every rank, static memory
   }
 }
 
-TEST_CASE(
-    "dualpipe transfers follow each microbatch's route: down for the first half, up for "
-    "the second",
-    "[dualpipe][routes]") {
+TEST_CASE("dualpipe.dualpipe_transfers_follow_microbatch_s", "[dualpipe][routes]") {
+  // dualpipe transfers follow each microbatch's route: down for the first half, up for the second
   const int P = 4, M = 8;
   const auto prog = schedules::lower(gen(P, M), {"async", {{"prefetch", 1}}});
   auto o = costs(P, 1, 2.5);
@@ -237,10 +235,9 @@ TEST_CASE(
 // its first down forward (microbatch 0) to rank P/2 while rank P/2 sends its first up forward
 // (microbatch M/2) to rank P/2-1, and each posts the receive for the other's only afterwards.
 // Eager sends no larger than eager_limit complete locally, and every style runs.
-TEST_CASE(
-    "dualpipe: async runs at every prefetch, the styles with rendezvous sends deadlock in "
-    "the middle ranks' first forward sends, eager sends run every style",
-    "[dualpipe][deadlock]") {
+TEST_CASE("dualpipe.async_runs_prefetch_styles_rendezvous", "[dualpipe][deadlock]") {
+  // dualpipe: async runs at every prefetch, the styles with rendezvous sends deadlock in the
+  // middle ranks' first forward sends, eager sends run every style
   for (const auto& lowering : test::all_lowerings()) {
     for (int P : {2, 4, 6, 8}) {
       for (int M : {2 * P, 2 * P + 2, 6 * P}) {

@@ -35,8 +35,8 @@ std::vector<std::string> read_rank_lines(const std::filesystem::path& path) {
 }
 }  // namespace
 
-TEST_CASE("dualpipev equals PyTorch's artifact dualpipev_4rank_10mb.csv cell for cell",
-          "[dualpipev]") {
+TEST_CASE("dualpipev.dualpipev_equals_pytorch_s_artifact", "[dualpipev]") {
+  // dualpipev equals PyTorch's artifact dualpipev_4rank_10mb.csv cell for cell
   const auto lines = read_rank_lines(std::filesystem::path(PPSIM_SOURCE_DIR) / "tests" / "data" /
                                      "pytorch" / "dualpipev_4rank_10mb.csv");
   REQUIRE(lines.size() == 4);
@@ -58,8 +58,8 @@ TEST_CASE("dualpipev equals PyTorch's artifact dualpipev_4rank_10mb.csv cell for
 // F0 x 2(P-r-1); (F0 F1) x (r+1); (I1 W F1) x (P-r-1); overlapped pairs x (M-2P+r+1), the bottom
 // rank's first pair not overlapped; (B1, F1&B0) x (P-r-1); backwards of both chunks, split from the
 // middle pair on; (W, B0) x (P-r-1); the queued W's).
-TEST_CASE("dualpipev: per-rank order equals PyTorch's ScheduleDualPipeV for more (P, M)",
-          "[dualpipev]") {
+TEST_CASE("dualpipev.per_rank_order_equals_pytorch", "[dualpipev]") {
+  // dualpipev: per-rank order equals PyTorch's ScheduleDualPipeV for more (P, M)
   struct Case {
     int P, M;
     std::vector<std::string> lines;
@@ -110,10 +110,9 @@ TEST_CASE("dualpipev: per-rank order equals PyTorch's ScheduleDualPipeV for more
   }
 }
 
-TEST_CASE(
-    "dualpipev: each (stage, microbatch) of a rank runs F once and B or I once, W exactly for "
-    "each I, an overlapped pair is F of one chunk with B of the other",
-    "[dualpipev]") {
+TEST_CASE("dualpipev.stage_microbatch_rank_runs_f", "[dualpipev]") {
+  // dualpipev: each (stage, microbatch) of a rank runs F once and B or I once, W exactly for each
+  // I, an overlapped pair is F of one chunk with B of the other
   for (int P = 1; P <= 8; ++P) {
     for (int M = 2 * P; M <= 4 * P + 1; ++M) {
       const auto p = dualpipev(P, M);
@@ -160,8 +159,8 @@ TEST_CASE(
 // PP = 2P pipeline stages on P devices: bubble (PP/2-1)(F&B + B - 3W), activation PP+1 per device
 // (in stashes of one stage for one microbatch). Here F&B costs F + B (an overlapped pair runs its
 // parts back to back) and B = I + W.
-TEST_CASE("dualpipev: activation peak per rank = 2P+1 stashes (README: PP+1) for every M >= 2P",
-          "[dualpipev][memory]") {
+TEST_CASE("dualpipev.activation_peak_per_rank_2p", "[dualpipev][memory]") {
+  // dualpipev: activation peak per rank = 2P+1 stashes (README: PP+1) for every M >= 2P
   const std::int64_t A = 1000, S = 7;
   for (std::int64_t weight_stash : {std::int64_t{0}, A / 2, A}) {
     for (int P = 1; P <= 8; ++P) {
@@ -179,10 +178,9 @@ TEST_CASE("dualpipev: activation peak per rank = 2P+1 stashes (README: PP+1) for
   }
 }
 
-TEST_CASE(
-    "dualpipev: with F = I = W = T and free communication every rank idles exactly the README's "
-    "(PP/2-1)(F&B + B - 3W) = 2(P-1)T",
-    "[dualpipev][closed_form]") {
+TEST_CASE("dualpipev.f_i_w_t_free", "[dualpipev][closed_form]") {
+  // dualpipev: with F = I = W = T and free communication every rank idles exactly the README's
+  // (PP/2-1)(F&B + B - 3W) = 2(P-1)T
   for (double T : {1.0, 0.25}) {
     const double F = T, I = T, W = T, B = I + W, FB = F + B;
     for (int prefetch : {1, -1}) {
@@ -209,8 +207,8 @@ TEST_CASE(
 // rank idles 4(P-1), the README's formula says 3(P-1); with W = 2, F = I = 1 it is 2(P-1) against
 // (P-1). (I = 2, F = W = 1 gives 4(P-1) - 1, against 4(P-1).) Recorded so that a change of the
 // model or of the order shows up here.
-TEST_CASE("dualpipev: idle per rank with unequal costs (not the README's formula)",
-          "[dualpipev][closed_form]") {
+TEST_CASE("dualpipev.idle_per_rank_unequal_costs", "[dualpipev][closed_form]") {
+  // dualpipev: idle per rank with unequal costs (not the README's formula)
   struct Costs {
     double f, i, w, idle_per_rank_step;
   };
@@ -233,10 +231,9 @@ TEST_CASE("dualpipev: idle per rank with unequal costs (not the README's formula
 // Forward activations cross each link in both directions (chunk 0 down, chunk 1 up), so a style
 // whose forward sends rendezvous before the rank moves on deadlocks, as zbv does
 // (tests/test_zbv.cpp): only `async` runs it.
-TEST_CASE(
-    "dualpipev: only the async style runs it, blocking, async-send and batched deadlock between "
-    "ranks P-2 and P-1 (stage P-2's forward of microbatch 1 against stage P's of microbatch 0)",
-    "[dualpipev][deadlock]") {
+TEST_CASE("dualpipev.only_async_style_runs_blocking", "[dualpipev][deadlock]") {
+  // dualpipev: only the async style runs it, blocking, async-send and batched deadlock between
+  // ranks P-2 and P-1 (stage P-2's forward of microbatch 1 against stage P's of microbatch 0)
   for (const auto& lowering : test::all_lowerings()) {
     for (int P = 1; P <= 6; ++P) {
       for (int M : {2 * P, 2 * P + 1, 3 * P + 1}) {
@@ -259,7 +256,8 @@ TEST_CASE(
 
 // Stage P-1 and stage P share rank P-1, so of the 2P-1 stage boundaries 2P-2 cross ranks, each
 // once forward and once backward per microbatch.
-TEST_CASE("dualpipev: comm_bytes = 2 * (2P-2) * M * boundary_bytes", "[dualpipev]") {
+TEST_CASE("dualpipev.comm_bytes_2_2p_2", "[dualpipev]") {
+  // dualpipev: comm_bytes = 2 * (2P-2) * M * boundary_bytes
   for (int P = 1; P <= 6; ++P) {
     for (int M : {2 * P, 3 * P}) {
       auto o = test::uniform(2 * P, 1, 2);
@@ -272,7 +270,8 @@ TEST_CASE("dualpipev: comm_bytes = 2 * (2P-2) * M * boundary_bytes", "[dualpipev
   }
 }
 
-TEST_CASE("dualpipev refuses M < 2P and chunks != 2, naming the rule", "[dualpipev]") {
+TEST_CASE("dualpipev.dualpipev_refuses_m_2p_chunks", "[dualpipev]") {
+  // dualpipev refuses M < 2P and chunks != 2, naming the rule
   for (int P = 1; P <= 6; ++P) {
     const auto e = test::error_of<schedules::ParameterError>([&] { dualpipev(P, 2 * P - 1); });
     CHECK(e.key() == "microbatches");

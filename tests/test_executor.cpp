@@ -125,10 +125,9 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
 
 }  // namespace
 
-TEST_CASE(
-    "Executor and simulator agree on every bundled config (verdict, stuck ops, hazards, "
-    "in-flight and, where program order fixes it, memory peaks)",
-    "[real][threads][golden]") {
+TEST_CASE("executor.executor_simulator_agree_bundled_config", "[real][threads][golden]") {
+  // Executor and simulator agree on every bundled config (verdict, stuck ops, hazards, in-flight
+  // and, where program order fixes it, memory peaks)
   const fs::path root = PPSIM_SOURCE_DIR;
   int configs = 0;
   for (const auto& e : fs::directory_iterator(root / "configs")) {
@@ -145,10 +144,9 @@ TEST_CASE(
   CHECK(configs >= 6);
 }
 
-TEST_CASE(
-    "The three classic 1F1B cases: all-blocking hangs with ranks 2 and 3 in sends to each "
-    "other, async forward sends and Megatron's batched pairs finish",
-    "[real][threads]") {
+TEST_CASE("executor.blocking_hangs_ranks_2_3", "[real][threads]") {
+  // The three classic 1F1B cases: all-blocking hangs with ranks 2 and 3 in sends to each other,
+  // async forward sends and Megatron's batched pairs finish
   const auto run = [](std::string_view style) {
     auto p = test::lowered("1f1b", 4, 8, 1, style);
     return real::execute(prepared_of(std::move(p), test::uniform(4, 1, 2)), {untimed()});
@@ -165,10 +163,9 @@ TEST_CASE(
   CHECK(run("batched").outcome == real::Outcome::finished);
 }
 
-TEST_CASE(
-    "Executor and simulator agree on 300 random programs (schedules, comm styles, "
-    "networks, matching, eager sends, ops swapped or dropped)",
-    "[real][threads][property]") {
+TEST_CASE("executor.executor_simulator_agree_300_random", "[real][threads][property]") {
+  // Executor and simulator agree on 300 random programs (schedules, comm styles, networks,
+  // matching, eager sends, ops swapped or dropped)
   std::mt19937 rng(11);
   int hung = 0, finished = 0, memory_checked = 0;
   for (int i = 0; i < 300; ++i) {
@@ -187,10 +184,9 @@ TEST_CASE(
   CHECK(memory_checked > 50);
 }
 
-TEST_CASE(
-    "Under comm.semantics nccl, executor and simulator agree on 300 random programs (streams "
-    "per rank or per peer, groups and their splits, buffered sends)",
-    "[real][threads][property][nccl]") {
+TEST_CASE("executor.under_comm_semantics_nccl_executor", "[real][threads][property][nccl]") {
+  // Under comm.semantics nccl, executor and simulator agree on 300 random programs (streams per
+  // rank or per peer, groups and their splits, buffered sends)
   std::mt19937 rng(12);
   int hung = 0, finished = 0;
   for (int i = 0; i < 300; ++i) {
@@ -208,10 +204,9 @@ TEST_CASE(
   CHECK(finished > 100);
 }
 
-TEST_CASE(
-    "Under fifo matching a send met by the wrong receive is seen in the data, at the "
-    "receive the simulator names",
-    "[real][threads]") {
+TEST_CASE("executor.under_fifo_matching_send_met", "[real][threads]") {
+  // Under fifo matching a send met by the wrong receive is seen in the data, at the receive the
+  // simulator names
   // Rank 0 sends microbatch 1's activation before microbatch 0's; rank 1 receives 0 first.
   auto p = schedules::Program::parse(
       "0F0,0F1,0SEND_F1#0,0SEND_F0#1,WAIT(0;1),0RECV_B0,0B0,0RECV_B1,0B1\n"
@@ -230,10 +225,9 @@ TEST_CASE(
   CHECK(real::execute(prepared_of(p, o), {untimed()}).record.diagnostics.empty());
 }
 
-TEST_CASE(
-    "Eager sends complete locally: all-blocking 1F1B finishes when its messages fit the "
-    "eager limit, as the simulator predicts",
-    "[real][threads]") {
+TEST_CASE("executor.blocking_1f1b_finishes_when_messages", "[real][threads]") {
+  // Eager sends complete locally: all-blocking 1F1B finishes when its messages fit the eager
+  // limit, as the simulator predicts
   auto o = test::uniform(4, 1, 2);
   o.network.boundary_bytes = 1000;
   o.network.eager_limit = 4096;
@@ -244,10 +238,9 @@ TEST_CASE(
   CHECK(measured.record.ok());
 }
 
-TEST_CASE(
-    "A request owns its buffer: a backward that frees the output of an unwaited send is "
-    "reported at that op, and the storage stays until the wait",
-    "[real][threads]") {
+TEST_CASE("executor.backward_frees_output_unwaited_send", "[real][threads]") {
+  // A request owns its buffer: a backward that frees the output of an unwaited send is reported at
+  // that op, and the storage stays until the wait
   // Rank 0 posts SEND_F0 and runs B0 (freeing F0's output) before waiting for it.
   auto p = schedules::Program::parse(
       "0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n"
@@ -263,10 +256,9 @@ TEST_CASE(
   CHECK(measured.outcome == real::Outcome::finished);
 }
 
-TEST_CASE(
-    "Released storage is guarded: a read or write after release is reported with both "
-    "ops, never a read of freed memory",
-    "[real]") {
+TEST_CASE("executor.read_write_after_release_reported", "[real]") {
+  // Released storage is guarded: a read or write after release is reported with both ops, never a
+  // read of freed memory
   real::Allocator a(0.5);
   real::Buffer b(a, {false, 2, 1}, 1000);
   CHECK(a.live() == 1000);
@@ -313,8 +305,8 @@ class ThrowingCompute : public real::Compute {
 };
 }  // namespace
 
-TEST_CASE("A rank that throws stops every rank cleanly, the failure names the rank and the op",
-          "[real][threads]") {
+TEST_CASE("executor.rank_throws_stops_rank_cleanly", "[real][threads]") {
+  // A rank that throws stops every rank cleanly, the failure names the rank and the op
   add_compute_once<ThrowingCompute>("test-throwing", "throws on rank 2");
   real::Settings s = untimed();
   s.compute = "test-throwing";
@@ -358,8 +350,8 @@ class StallingCompute : public real::Compute {
 };
 }  // namespace
 
-TEST_CASE("A compute op that never returns (a hung GPU) is stopped by the watchdog and named",
-          "[real][threads]") {
+TEST_CASE("executor.compute_op_never_returns_hung", "[real][threads]") {
+  // A compute op that never returns (a hung GPU) is stopped by the watchdog and named
   add_compute_once<StallingCompute>("test-stalling", "rank 1's second op never returns", false);
   add_compute_once<StallingCompute>("test-slow", "every op takes 0.1 s", true);
   const config::Prepared prep =
@@ -407,8 +399,8 @@ class BlockedRecordingCompute : public real::Compute {
 std::vector<std::vector<double>> BlockedRecordingCompute::last;
 }  // namespace
 
-TEST_CASE("Compute::run is told how long its rank waited on communication since its last op",
-          "[real][threads]") {
+TEST_CASE("executor.compute_run_told_how_long", "[real][threads]") {
+  // Compute::run is told how long its rank waited on communication since its last op
   add_compute_once<BlockedRecordingCompute>("test-blocked", "records the waits it is told of");
   real::Settings s;
   s.compute = "test-blocked";
@@ -471,8 +463,8 @@ class SpanReportingCompute : public real::Compute {
 };
 }  // namespace
 
-TEST_CASE("A compute that knows its ops' spans gives them to the run record, end() once a run",
-          "[real][threads]") {
+TEST_CASE("executor.compute_knows_ops_spans_gives", "[real][threads]") {
+  // A compute that knows its ops' spans gives them to the run record, end() once a run
   add_compute_once<SpanReportingCompute>("test-spans", "reports its own spans");
   real::Settings s = untimed();
   s.compute = "test-spans";
@@ -494,8 +486,8 @@ TEST_CASE("A compute that knows its ops' spans gives them to the run record, end
   CHECK(computes == 4 * 8 * 2);
 }
 
-TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
-          "[real][threads]") {
+TEST_CASE("executor.interrupted_run_stops_rank_even", "[real][threads]") {
+  // An interrupted run stops every rank, even in the middle of long ops
   real::Settings s = untimed();
   s.time_scale = 1.0;  // 1 unit = 1 s: the run would take a minute
   s.hang_timeout = 60;
@@ -515,11 +507,10 @@ TEST_CASE("An interrupted run stops every rank, even in the middle of long ops",
 
 // Timing, on a quiet machine: ctest runs this one alone (tests/CMakeLists.txt, RUN_SERIAL), 1 time
 // unit = 5 ms of wall clock, the median of 3 iterations after a warm-up.
-TEST_CASE(
-    "Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved "
-    "at P = 4, every bundled config's peaks equal (memory: exactly where program order "
-    "fixes it, else within whole communication buffers)",
-    "[.timing]") {
+TEST_CASE("executor.makespan_within_5_simulator_s", "[.timing]") {
+  // Timed on host: makespan within 5% of the simulator's for GPipe, 1F1B and interleaved at P = 4,
+  // every bundled config's peaks equal (memory: exactly where program order fixes it, else within
+  // whole communication buffers)
   real::Settings s = untimed();
   s.time_scale = 5e-3;
   s.iterations = 3;

@@ -95,10 +95,9 @@ const std::string kExchangeGrouped =
 
 }  // namespace
 
-TEST_CASE(
-    "NCCL #479: send then receive on both ranks hangs under nccl without buffer room, runs with "
-    "room for the message, in a group, or under mpi",
-    "[real][threads][nccl]") {
+TEST_CASE("executor_nccl.nccl_479_send_then_receive", "[real][threads][nccl]") {
+  // NCCL #479: send then receive on both ranks hangs under nccl without buffer room, runs with
+  // room for the message, in a group, or under mpi
   const std::string blocking_cycle =
       "hang\n"
       "cycle: rank 0 blocked in 0SEND_F1 -> rank 1; rank 1 blocked in 1SEND_B0 -> rank 0\n"
@@ -137,10 +136,9 @@ TEST_CASE(
   CHECK(verdict(run(kExchangeGrouped, mpi(0))) == "finished");
 }
 
-TEST_CASE(
-    "Head-of-line blocking: a receive posted early holds back a later send on the rank's one "
-    "stream, not on a stream per peer when the peers differ",
-    "[real][threads][nccl]") {
+TEST_CASE("executor_nccl.receive_posted_early_holds_back", "[real][threads][nccl]") {
+  // Head-of-line blocking: a receive posted early holds back a later send on the rank's one
+  // stream, not on a stream per peer when the peers differ
   // Microbatch 0 runs stages 1, 2, 0 and microbatch 1 stages 0, 1 (a stage per rank): rank 1
   // posts the receive of F1 (from rank 0) before it sends F0 (to rank 2), and rank 0 sends F1
   // only after F0 has come round through rank 2.
@@ -178,10 +176,9 @@ TEST_CASE(
   CHECK(verdict(run(same_peer, mpi(0))) == "finished");
 }
 
-TEST_CASE(
-    "A WAIT on a done op whose group partner is not waits on the partner's peer: the edge names "
-    "both",
-    "[real][threads][nccl]") {
+TEST_CASE("executor_nccl.wait_done_op_whose_group", "[real][threads][nccl]") {
+  // A WAIT on a done op whose group partner is not waits on the partner's peer: the edge names
+  // both
   // Rank 0's send completes (rank 1 receives it), but the receive launched in the same kernel
   // needs rank 1's backward send, which comes after rank 1 receives 0SEND_F1, which comes after
   // rank 0's WAIT(0). Without the partner's edge rank 0 would be in no cycle.
@@ -210,8 +207,8 @@ TEST_CASE(
   CHECK(verdict(run(ops, mpi(0))) == "finished");
 }
 
-TEST_CASE("nccl_max_group_ops cuts a group into kernels, and the cut can make an exchange hang",
-          "[real][threads][nccl]") {
+TEST_CASE("executor_nccl.nccl_max_group_ops_cuts", "[real][threads][nccl]") {
+  // nccl_max_group_ops cuts a group into kernels, and the cut can make an exchange hang
   // Cut after one op, each rank's group is its send's kernel, then its receive's: NCCL #479.
   const std::string cut =
       "hang\n"
@@ -262,10 +259,9 @@ TEST_CASE("nccl_max_group_ops cuts a group into kernels, and the cut can make an
   CHECK(verdict(run(four, mpi(0))) == "finished");
 }
 
-TEST_CASE(
-    "The pair's buffer holds two messages sent in a row to a peer that receives late only when "
-    "twice the message size fits",
-    "[real][threads][nccl]") {
+TEST_CASE("executor_nccl.pair_s_buffer_holds_two", "[real][threads][nccl]") {
+  // The pair's buffer holds two messages sent in a row to a peer that receives late only when
+  // twice the message size fits
   const std::string& ops = kTwoInARow;
   // No room: stuck in the first send of the pair.
   CHECK(verdict(run(ops, nccl(0))) ==
@@ -289,10 +285,9 @@ TEST_CASE(
         "at 0@7 1@7");
 }
 
-TEST_CASE(
-    "Thousands of kernels that complete one after the other at one instant: the transport "
-    "keeps no recursion",
-    "[real][threads][nccl]") {
+TEST_CASE("executor_nccl.thousands_kernels_complete_after_other", "[real][threads][nccl]") {
+  // Thousands of kernels that complete one after the other at one instant: the transport keeps no
+  // recursion
   // Each rank's group is cut into one kernel per op: whichever GROUP_END comes second starts a
   // chain in which every completed pair of kernels lets the next pair run, with no delays.
   constexpr int n = 5000;
@@ -314,10 +309,9 @@ TEST_CASE(
   CHECK(verdict(run(r0 + "\n" + r1 + "\n", comm)) == "finished");
 }
 
-TEST_CASE(
-    "With the clock running (transfers on the network thread) the verdicts are the same, and a "
-    "buffered transfer meets its receive",
-    "[real][threads][nccl]") {
+TEST_CASE("executor_nccl.clock_running_transfers_network_thread", "[real][threads][nccl]") {
+  // With the clock running (transfers on the network thread) the verdicts are the same, and a
+  // buffered transfer meets its receive
   // 5 ms of wall clock per time unit (a transfer takes 1 unit): the network thread ends transfers;
   // verdicts and matches are checked, never a duration or an order of wall-clock events.
   const double scale = 5e-3;

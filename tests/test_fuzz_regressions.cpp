@@ -44,31 +44,32 @@ void replay(const std::string& target, const std::string& kind) {
 
 }  // namespace
 
-TEST_CASE("fuzz regressions: config reader inputs end accepted or in a documented error",
-          "[fuzz]") {
+TEST_CASE("fuzz_regressions.config_reader_inputs_end_accepted", "[fuzz]") {
+  // fuzz regressions: config reader inputs end accepted or in a documented error
   replay("config", "regressions");
   replay("config", "corpus");
 }
 
-TEST_CASE("fuzz regressions: op-list parser inputs end accepted or in a ParseError", "[fuzz]") {
+TEST_CASE("fuzz_regressions.op_list_parser_inputs_end", "[fuzz]") {
+  // fuzz regressions: op-list parser inputs end accepted or in a ParseError
   replay("oplist", "regressions");
   replay("oplist", "corpus");
 }
 
-TEST_CASE("fuzz regressions: PyTorch CSV reader inputs end accepted or in a ParseError",
-          "[fuzz][torch-csv]") {
+TEST_CASE("fuzz_regressions.pytorch_csv_reader_inputs_end", "[fuzz][torch-csv]") {
+  // fuzz regressions: PyTorch CSV reader inputs end accepted or in a ParseError
   replay("torch_csv", "regressions");
   replay("torch_csv", "corpus");
 }
 
-TEST_CASE(
-    "fuzz regressions: prepare/validate/simulate inputs end accepted or in a documented error",
-    "[fuzz]") {
+TEST_CASE("fuzz_regressions.prepare_validate_simulate_inputs_end", "[fuzz]") {
+  // fuzz regressions: prepare/validate/simulate inputs end accepted or in a documented error
   replay("pipeline", "regressions");
   replay("pipeline", "corpus");
 }
 
-TEST_CASE("fuzz corpus: every target has seeds, and valid seeds are accepted", "[fuzz]") {
+TEST_CASE("fuzz_regressions.target_has_seeds_valid_seeds", "[fuzz]") {
+  // fuzz corpus: every target has seeds, and valid seeds are accepted
   using ppsim::fuzz::Outcome;
   for (const char* t : {"config", "oplist", "torch_csv", "pipeline"})
     CHECK(files_under(fs::path(PPSIM_FUZZ_DIR) / "corpus" / t).size() >= 5);

@@ -17,15 +17,15 @@ schedules::Program gen(const char* kind, int P, int M, int V = 1, int group = 0)
 }
 }  // namespace
 
-TEST_CASE("gpipe: all forwards then all backwards", "[generators]") {
+TEST_CASE("generators.forwards_then_backwards", "[generators]") {
+  // gpipe: all forwards then all backwards
   const auto p = gen("gpipe", 3, 3);
   CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,0B0,0B1,0B2");
   CHECK(test::rank_line(p, 2) == "2F0,2F1,2F2,2B0,2B1,2B2");
 }
 
-TEST_CASE(
-    "1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F and B, then cools down",
-    "[generators]") {
+TEST_CASE("generators.rank_r_warms_up_min", "[generators]") {
+  // 1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F and B, then cools down
   const auto p = gen("1f1b", 4, 6);
   CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0B3,0B4,0B5");
   CHECK(test::rank_line(p, 2) == "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2B5");
@@ -46,10 +46,9 @@ TEST_CASE(
       }
 }
 
-TEST_CASE(
-    "interleaved-1f1b: stage s on rank s mod P, groups of P microbatches per chunk, warm-up "
-    "2(P-r-1) + (V-1)*group, backward visits chunks in reverse",
-    "[generators]") {
+TEST_CASE("generators.stage_s_rank_s_mod", "[generators]") {
+  // interleaved-1f1b: stage s on rank s mod P, groups of P microbatches per chunk, warm-up
+  // 2(P-r-1) + (V-1)*group, backward visits chunks in reverse
   const auto p = gen("interleaved-1f1b", 3, 3, 2);
   for (int s = 0; s < 6; ++s) {
     CHECK(p.place(s).rank == s % 3);
@@ -68,7 +67,8 @@ TEST_CASE(
   CHECK(fwd == "0F0 0F1 0F2 0F3 3F0 3F1 3F2 3F3 0F4 0F5 0F6 0F7 3F4 3F5 3F6 3F7 ");
 }
 
-TEST_CASE("interleaved-1f1b rejects what Megatron-LM rejects", "[generators]") {
+TEST_CASE("generators.interleaved_1f1b_rejects_what_megatron", "[generators]") {
+  // interleaved-1f1b rejects what Megatron-LM rejects
   auto key_of = [](int P, int M, int V, int group) {
     try {
       schedules::ScheduleParams params{{"ranks", P}, {"microbatches", M}, {"chunks", V}};
@@ -90,9 +90,8 @@ TEST_CASE("interleaved-1f1b rejects what Megatron-LM rejects", "[generators]") {
   CHECK(key_of(3, 11, 2, 4) == "accepted");      // 11 % 4 = 3 >= P = 3
 }
 
-TEST_CASE(
-    "Registry: names and PyTorch aliases, case-insensitive, unknown names list the known ones",
-    "[generators]") {
+TEST_CASE("generators.names_pytorch_aliases_case_insensitive", "[generators]") {
+  // Registry: names and PyTorch aliases, case-insensitive, unknown names list the known ones
   const auto& reg = schedules::Registry::instance();
   CHECK(reg.find("gpipe")->name == "gpipe");
   CHECK(reg.find("GPipe")->name == "gpipe");
@@ -112,10 +111,9 @@ TEST_CASE(
   CHECK_THROWS_AS(gen("gpipe", 4, 8, 2), schedules::ParameterError);
 }
 
-TEST_CASE(
-    "Every generator, on each of its registered test parameters: each (stage, microbatch) has one "
-    "F and one backward (B, or I + W) on the stage's rank",
-    "[generators]") {
+TEST_CASE("generators.generator_registered_test_parameters_stage", "[generators]") {
+  // Every generator, on each of its registered test parameters: each (stage, microbatch) has one F
+  // and one backward (B, or I + W) on the stage's rank
   for (const auto& g : schedules::Registry::instance().all()) {
     REQUIRE_FALSE(g.test_params.empty());
     for (const auto& params : g.test_params) {
@@ -146,8 +144,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("Sizes too large to simulate are refused without overflowing the size check",
-          "[generators]") {
+TEST_CASE("generators.sizes_too_large_simulate_refused", "[generators]") {
+  // Sizes too large to simulate are refused without overflowing the size check
   CHECK_THROWS_AS(gen("interleaved-1f1b", 1024, 1 << 29, 1 << 24), schedules::ParameterError);
   CHECK_THROWS_AS(gen("1f1b", 100000, 100000), schedules::ParameterError);
 }

@@ -53,7 +53,8 @@ void diff(const json& got, const json& want, const std::string& path,
 
 }  // namespace
 
-TEST_CASE("Every example config reproduces its golden summary", "[golden]") {
+TEST_CASE("golden.example_config_reproduces_golden_summary", "[golden]") {
+  // Every example config reproduces its golden summary
   const fs::path root = PPSIM_SOURCE_DIR;
   std::vector<fs::path> configs;
   for (const char* dir : {"configs", "configs/models"})

@@ -12,8 +12,8 @@
 using namespace ppsim;
 namespace fs = std::filesystem;
 
-TEST_CASE("Hang catalogue: every bug is caught with its cycle, every fix passes",
-          "[golden][nccl]") {
+TEST_CASE("hang_catalogue.bug_caught_cycle_fix_passes", "[golden][nccl]") {
+  // Hang catalogue: every bug is caught with its cycle, every fix passes
   const fs::path root = PPSIM_SOURCE_DIR;
   std::ifstream in(root / "tests" / "golden" / "hangs.json");
   const auto want = nlohmann::json::parse(in);

@@ -99,8 +99,8 @@ void require_balanced(const std::string& html) {
 
 }  // namespace
 
-TEST_CASE("html report: one table row per run, a timeline and a memory chart per recorded run",
-          "[html_report]") {
+TEST_CASE("html_report.table_row_per_run_timeline", "[html_report]") {
+  // html report: one table row per run, a timeline and a memory chart per recorded run
   auto measured = simulate("1f1b measured", "1f1b", 4, 8);
   measured.info.origin = "measured";
   measured.trace->origin = "measured";
@@ -127,8 +127,8 @@ TEST_CASE("html report: one table row per run, a timeline and a memory chart per
         std::string::npos);
 }
 
-TEST_CASE("html report: self-contained, nothing fetched, Chart.js embedded with its version",
-          "[html_report]") {
+TEST_CASE("html_report.self_contained_nothing_fetched_chart", "[html_report]") {
+  // html report: self-contained, nothing fetched, Chart.js embedded with its version
   const std::string html = report({simulate("gpipe", "gpipe", 2, 2)});
   const std::string version = viz::chart_js_version();
   CHECK(std::regex_match(version, std::regex("[0-9]+\\.[0-9]+\\.[0-9]+")));
@@ -149,7 +149,8 @@ TEST_CASE("html report: self-contained, nothing fetched, Chart.js embedded with 
   CHECK(m.find("Content-Security-Policy\" content=\"default-src 'none';") != std::string::npos);
 }
 
-TEST_CASE("html report: names are escaped in markup and in the chart data", "[html_report]") {
+TEST_CASE("html_report.names_escaped_markup_chart_data", "[html_report]") {
+  // html report: names are escaped in markup and in the chart data
   const std::string name = "x<&\"'y</script><b>";
   const std::string html = report({simulate(name, "1f1b", 2, 4)});
   require_balanced(html);
@@ -162,8 +163,8 @@ TEST_CASE("html report: names are escaped in markup and in the chart data", "[ht
   CHECK(data["memory"][0]["title"].get<std::string>().ends_with(name));
 }
 
-TEST_CASE("html report: a deadlock is drawn up to the hang and its cycle explained in words",
-          "[html_report]") {
+TEST_CASE("html_report.deadlock_drawn_up_hang_cycle", "[html_report]") {
+  // html report: a deadlock is drawn up to the hang and its cycle explained in words
   const auto dead = simulate("1f1b blocking", "1f1b", 4, 8, "blocking");
   REQUIRE(dead.deadlock);
   REQUIRE(!dead.deadlock->cycles.empty());
@@ -184,8 +185,8 @@ TEST_CASE("html report: a deadlock is drawn up to the hang and its cycle explain
   CHECK(page_data(html)["time_end"].get<double>() == Approx(hang));
 }
 
-TEST_CASE("html report: a hang without a cycle names the unmatched op and who waits on it",
-          "[html_report]") {
+TEST_CASE("html_report.hang_without_cycle_names_unmatched", "[html_report]") {
+  // html report: a hang without a cycle names the unmatched op and who waits on it
   auto run = simulate("hang", "1f1b", 4, 8, "blocking");
   REQUIRE(run.deadlock);
   // As the executor's watchdog may report it: no cycle, one op waiting on a finished rank, one
@@ -205,8 +206,8 @@ TEST_CASE("html report: a hang without a cycle names the unmatched op and who wa
                   "3.</li>") != std::string::npos);
 }
 
-TEST_CASE("html report: memory series peak at each rank's peak memory (static + dynamic)",
-          "[html_report]") {
+TEST_CASE("html_report.memory_series_peak_rank_s", "[html_report]") {
+  // html report: memory series peak at each rank's peak memory (static + dynamic)
   const auto run = simulate("gpipe", "gpipe", 4, 8);
   for (const std::size_t limit : {std::size_t{2000}, std::size_t{8}}) {
     viz::HtmlReportOptions options;
@@ -231,8 +232,8 @@ TEST_CASE("html report: memory series peak at each rank's peak memory (static + 
   }
 }
 
-TEST_CASE("html report: a microbatch sweep gets the bubble chart, GPipe sits on (P-1)/(M+P-1)",
-          "[html_report]") {
+TEST_CASE("html_report.microbatch_sweep_gets_bubble_chart", "[html_report]") {
+  // html report: a microbatch sweep gets the bubble chart, GPipe sits on (P-1)/(M+P-1)
   std::vector<record::RunRecord> runs;
   const int P = 4;
   for (const std::string kind : {"gpipe", "1f1b"})
@@ -270,8 +271,8 @@ TEST_CASE("html report: a microbatch sweep gets the bubble chart, GPipe sits on 
   }
 }
 
-TEST_CASE("html report: one sweep under mpi and nccl semantics is two lines, labelled apart",
-          "[html_report]") {
+TEST_CASE("html_report.sweep_under_mpi_nccl_semantics", "[html_report]") {
+  // html report: one sweep under mpi and nccl semantics is two lines, labelled apart
   std::vector<record::RunRecord> runs;
   for (const int M : {4, 8, 16}) runs.push_back(simulate(fmt::format("M{}", M), "1f1b", 4, M));
   for (std::size_t i = 0; i < 3; ++i) {
@@ -290,7 +291,8 @@ TEST_CASE("html report: one sweep under mpi and nccl semantics is two lines, lab
           Approx(by_label["1f1b async (P=4)"][i]["y"].get<double>() + 0.01));
 }
 
-TEST_CASE("html report: a run without a trace is listed, not drawn", "[html_report]") {
+TEST_CASE("html_report.run_without_trace_listed_drawn", "[html_report]") {
+  // html report: a run without a trace is listed, not drawn
   auto run = simulate("not run", "gpipe", 2, 2);
   run.trace.reset();
   run.metrics.reset();
@@ -324,10 +326,9 @@ std::string slurp(const std::filesystem::path& p) {
 
 }  // namespace
 
-TEST_CASE(
-    "ppsim report: exit 1 with the page written when a schedule deadlocks, exit 2 naming "
-    "a bad config, with no page and no temporary left",
-    "[html_report][cli]") {
+TEST_CASE("html_report.exit_1_page_written_when", "[html_report][cli]") {
+  // ppsim report: exit 1 with the page written when a schedule deadlocks, exit 2 naming a bad
+  // config, with no page and no temporary left
   char tmpl[] = "/tmp/ppsim-report-XXXXXX";
   REQUIRE(::mkdtemp(tmpl));
   const std::filesystem::path dir = tmpl;

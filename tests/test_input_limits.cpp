@@ -89,7 +89,8 @@ std::string nested_arrays(std::size_t depth, bool closed = true) {
 
 }  // namespace
 
-TEST_CASE("limits: a config file is read up to 16 MiB and no further", "[limits][config]") {
+TEST_CASE("input_limits.config_file_read_up_16", "[limits][config]") {
+  // limits: a config file is read up to 16 MiB and no further
   SECTION("/dev/zero fails on its size, having read only the limit") {
     const auto e = error_of([] { config::load_config("/dev/zero"); });
     CHECK(e.source() == "/dev/zero");
@@ -137,8 +138,8 @@ TEST_CASE("limits: a config file is read up to 16 MiB and no further", "[limits]
   }
 }
 
-TEST_CASE("limits: JSON nesting deeper than 64 levels is refused while parsing, with its position",
-          "[limits][config]") {
+TEST_CASE("input_limits.json_nesting_deeper_64_levels", "[limits][config]") {
+  // limits: JSON nesting deeper than 64 levels is refused while parsing, with its position
   SECTION("64 levels parse, 65 do not; the error points at the 65th bracket") {
     CHECK_NOTHROW(config::parse_json_text(nested_arrays(64), "ok.json"));
     const auto e = error_of([] { config::parse_json_text(nested_arrays(65), "deep.json"); });
@@ -187,8 +188,8 @@ TEST_CASE("limits: JSON nesting deeper than 64 levels is refused while parsing, 
   }
 }
 
-TEST_CASE("limits: a key given twice in one object is an error with its position and key path",
-          "[limits][config]") {
+TEST_CASE("input_limits.key_given_twice_object_error", "[limits][config]") {
+  // limits: a key given twice in one object is an error with its position and key path
   SECTION("top level") {
     const auto e =
         error_of([] { config::parse_json_text(R"({"name": "a", "name": "b"})", "d.json"); });
@@ -233,8 +234,8 @@ TEST_CASE("limits: a key given twice in one object is an error with its position
   }
 }
 
-TEST_CASE("limits: values from --set are blamed on the flag, the others on the file",
-          "[limits][config]") {
+TEST_CASE("input_limits.values_set_blamed_flag_others", "[limits][config]") {
+  // limits: values from --set are blamed on the flag, the others on the file
   TempDir dir;
   const std::string file = dir.write("c.json", minimal().dump());
   const auto e = error_of([&] { config::load_config(file, {"schedule.ranks=-1"}); });
@@ -268,7 +269,8 @@ TEST_CASE("limits: values from --set are blamed on the flag, the others on the f
   CHECK(config::load_config(file, {"name=caf\xc3\xa9"}).name == "caf\xc3\xa9");
 }
 
-TEST_CASE("limits: echoed tokens are cut with … and escaped", "[limits][config]") {
+TEST_CASE("input_limits.echoed_tokens_cut_escaped", "[limits][config]") {
+  // limits: echoed tokens are cut with … and escaped
   SECTION("a 5 MB bad token in a config") {
     // A string token read whole, then refused at its last character.
     const std::string text = "{\"name\": \"" + std::string(5'000'000, 'x') + "\x01\"}";
@@ -317,7 +319,8 @@ TEST_CASE("limits: echoed tokens are cut with … and escaped", "[limits][config
   }
 }
 
-TEST_CASE("limits: costs.per_stage keys are canonical stage numbers", "[limits][config]") {
+TEST_CASE("input_limits.costs_per_stage_keys_canonical", "[limits][config]") {
+  // limits: costs.per_stage keys are canonical stage numbers
   for (const std::string bad :
        {"01", "+1", " 1", "1 ", "1.0", "-1", "1e0", "0x1", "", "one", "9999999999"}) {
     INFO("key '" << bad << "'");
@@ -340,8 +343,8 @@ TEST_CASE("limits: costs.per_stage keys are canonical stage numbers", "[limits][
   CHECK(error_of([&] { config::parse_config(j, "ps.json"); }).key() == "costs.per_stage.01");
 }
 
-TEST_CASE("limits: a parameter of another schedule or comm style is an error naming who uses it",
-          "[limits][config][registry]") {
+TEST_CASE("input_limits.parameter_another_schedule_comm_style", "[limits][config][registry]") {
+  // limits: a parameter of another schedule or comm style is an error naming who uses it
   const auto& generators = schedules::Registry::instance().all();
   const auto& styles = schedules::LoweringRegistry::instance().all();
   int checked = 0;
@@ -417,8 +420,8 @@ TEST_CASE("limits: a parameter of another schedule or comm style is an error nam
   CHECK_NOTHROW(config::parse_config(j, "p.json"));
 }
 
-TEST_CASE("limits: a sweep drops the parameters the swept schedule does not take",
-          "[limits][sweep]") {
+TEST_CASE("input_limits.sweep_drops_parameters_swept_schedule", "[limits][sweep]") {
+  // limits: a sweep drops the parameters the swept schedule does not take
   json j = minimal();
   j["schedule"] = {{"kind", "interleaved-1f1b"},
                    {"ranks", 4},
@@ -439,8 +442,8 @@ TEST_CASE("limits: a sweep drops the parameters the swept schedule does not take
   for (const auto& r : runs) CHECK_NOTHROW(config::prepare(r));
 }
 
-TEST_CASE("op lists: IDLE writes a rank with no ops, an empty rank is an error",
-          "[limits][program_text][config]") {
+TEST_CASE("input_limits.idle_writes_rank_ops_empty", "[limits][program_text][config]") {
+  // op lists: IDLE writes a rank with no ops, an empty rank is an error
   // Rank 1 idles between the two stages' ranks.
   const json j = {{"schedule",
                    {{"kind", "custom"},
@@ -497,8 +500,8 @@ TEST_CASE("op lists: IDLE writes a rank with no ops, an empty rank is an error",
   }
 }
 
-TEST_CASE("op lists: a send from the last stage reaches validation as bad_comm",
-          "[limits][program_text][validation]") {
+TEST_CASE("input_limits.send_last_stage_reaches_validation", "[limits][program_text][validation]") {
+  // op lists: a send from the last stage reaches validation as bad_comm
   const schedules::Program p = schedules::Program::parse("0F0,0SEND_F0,0B0\n");
   CHECK(p.stages() == 1);
   const auto diags = schedules::validate(p);
@@ -520,8 +523,8 @@ TEST_CASE("op lists: a send from the last stage reaches validation as bad_comm",
   CHECK(bad_comm);
 }
 
-TEST_CASE("op lists: ids beyond the limits and huge tokens are refused briefly",
-          "[limits][program_text]") {
+TEST_CASE("input_limits.ids_beyond_limits_huge_tokens", "[limits][program_text]") {
+  // op lists: ids beyond the limits and huge tokens are refused briefly
   const auto mb = parse_error_of("0F0,0F1000000000");
   CHECK(mb.column() == 5);
   CHECK_THAT(mb.what(),
@@ -551,7 +554,8 @@ TEST_CASE("op lists: ids beyond the limits and huge tokens are refused briefly",
   CHECK(std::string(e.what()).size() < 400);
 }
 
-TEST_CASE("op lists: route ids are bounded by the entries the routes list", "[limits][routes]") {
+TEST_CASE("input_limits.route_ids_bounded_entries_routes", "[limits][routes]") {
+  // op lists: route ids are bounded by the entries the routes list
   json j = {{"schedule",
              {{"kind", "custom"},
               {"ops", {"0F0,0B0"}},
@@ -565,10 +569,9 @@ TEST_CASE("op lists: route ids are bounded by the entries the routes list", "[li
   CHECK_THAT(st.message(), Contains("stage 999999999 is out of range"));
 }
 
-TEST_CASE(
-    "limits: ppsim check reports a last-stage send as bad_comm (exit 1) and bad input as "
-    "exit 2 naming the flag",
-    "[limits][cli]") {
+TEST_CASE("input_limits.ppsim_check_reports_last_stage", "[limits][cli]") {
+  // limits: ppsim check reports a last-stage send as bad_comm (exit 1) and bad input as exit 2
+  // naming the flag
   TempDir dir;
   const std::string cfg =
       dir.write("last.json",

@@ -271,8 +271,8 @@ void check_same(const std::string& got, const std::string& want) {
 
 }  // namespace
 
-TEST_CASE("The JSON trace encoder's numbers and names are fmt's for every kind of event",
-          "[trace]") {
+TEST_CASE("json_trace_encoder.json_trace_encoder_s_numbers", "[trace]") {
+  // The JSON trace encoder's numbers and names are fmt's for every kind of event
   Collect sink;
   auto enc = make_json_encoder(sink);
   const std::string want = encode_events(*enc);
@@ -281,8 +281,8 @@ TEST_CASE("The JSON trace encoder's numbers and names are fmt's for every kind o
   check_same(sink.bytes, want);
 }
 
-TEST_CASE("The JSON trace encoder hands whole buffers to a background sink and keeps its bytes",
-          "[trace][threads]") {
+TEST_CASE("json_trace_encoder.json_trace_encoder_hands_whole", "[trace][threads]") {
+  // The JSON trace encoder hands whole buffers to a background sink and keeps its bytes
   // Each full buffer goes to the writer thread and a spare comes back: the encoder must write
   // into what it gets back, whether it is a new block or one already written.
   auto inner = std::make_unique<Collect>();

@@ -118,7 +118,8 @@ std::string junit(const std::vector<JunitCase>& cases) {
 
 }  // namespace
 
-TEST_CASE("junit: one suite, a testcase per schedule, counts that agree", "[junit]") {
+TEST_CASE("junit.suite_testcase_per_schedule_counts", "[junit]") {
+  // junit: one suite, a testcase per schedule, counts that agree
   const std::vector<JunitCase> cases = {
       {"schedules/a.json", "1f1b-p4-m8", JunitCase::Result::passed, "", "", ""},
       {"schedules/b.json", "all-blocking", JunitCase::Result::failure, "deadlock",
@@ -165,8 +166,8 @@ TEST_CASE("junit: one suite, a testcase per schedule, counts that agree", "[juni
   }
 }
 
-TEST_CASE("junit: hostile strings come back exactly, or as U+FFFD where XML has no character",
-          "[junit]") {
+TEST_CASE("junit.hostile_strings_come_back_exactly", "[junit]") {
+  // junit: hostile strings come back exactly, or as U+FFFD where XML has no character
   const std::string markup = "a<b>&c\"d'e ]]> <!-- x --> &amp; \t tab\nnew line\r\nCRLF";
   const std::string bad =
       std::string("nul\0bell\x07 esc\x1b del\x7f", 19) +

@@ -13,10 +13,9 @@ schedules::Program gen(int P, int M, int V) {
 }
 }  // namespace
 
-TEST_CASE(
-    "looped-bfs: rank r runs stages r, r+P, ..., all forwards chunk by chunk, then backwards "
-    "chunk by chunk in reverse, each chunk's microbatches last first (PyTorch's order)",
-    "[looped-bfs]") {
+TEST_CASE("looped_bfs.rank_r_runs_stages_r", "[looped-bfs]") {
+  // looped-bfs: rank r runs stages r, r+P, ..., all forwards chunk by chunk, then backwards chunk
+  // by chunk in reverse, each chunk's microbatches last first (PyTorch's order)
   // PyTorch's _calculate_single_rank_operations for P=2, V=2, M=3, without its None padding.
   const auto p = gen(2, 3, 2);
   CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,2F0,2F1,2F2,2B2,2B1,2B0,0B2,0B1,0B0");
@@ -34,7 +33,8 @@ TEST_CASE(
   CHECK(test::rank_line(gen(3, 3, 1), 2) == "2F0,2F1,2F2,2B2,2B1,2B0");
 }
 
-TEST_CASE("looped-bfs rejects chunks < 1 and unknown parameters, naming the key", "[looped-bfs]") {
+TEST_CASE("looped_bfs.looped_bfs_rejects_chunks_1", "[looped-bfs]") {
+  // looped-bfs rejects chunks < 1 and unknown parameters, naming the key
   auto key_of = [](const schedules::ScheduleParams& params) {
     try {
       schedules::generate("looped-bfs", params);
@@ -55,10 +55,8 @@ TEST_CASE("looped-bfs rejects chunks < 1 and unknown parameters, naming the key"
 // the backward wave needs (P-1) hops to come back: makespan = V*M*(f+b) + (P-1)(f+b) when M >= P.
 // Every rank holds every microbatch (in flight counts microbatches) and all V*M stashes at its
 // peak: GPipe's memory, V times over.
-TEST_CASE(
-    "looped-bfs makespan = (V*M + P-1)(f+b) for M >= P, peak in-flight M, V*M stashes on every "
-    "rank",
-    "[looped-bfs][closed_form]") {
+TEST_CASE("looped_bfs.looped_bfs_makespan_v_m", "[looped-bfs][closed_form]") {
+  // looped-bfs makespan = (V*M + P-1)(f+b) for M >= P, peak in-flight M, V*M stashes on every rank
   const double f = 1.0, b = 2.5;
   for (int P : {1, 2, 3, 4}) {
     for (int V : {1, 2, 3}) {
@@ -93,10 +91,9 @@ TEST_CASE(
 //   M backwards of the last chunk; the wave between them holds (k+2) microbatches per rank. When
 //   M >= (k+2)P it is full: rank 0 waits on its send of microbatch M-1 to rank P-1, and rank
 //   r >= 1 on its send of microbatch M-1-(k+2)r to rank r-1.
-TEST_CASE(
-    "looped-bfs: forward-ring deadlock with rendezvous forward sends when V >= 2 and M >= P, "
-    "backward-ring deadlock under async prefetch k when M >= (k+2)P, prefetch all runs",
-    "[looped-bfs][deadlock]") {
+TEST_CASE("looped_bfs.forward_ring_deadlock_rendezvous_forward", "[looped-bfs][deadlock]") {
+  // looped-bfs: forward-ring deadlock with rendezvous forward sends when V >= 2 and M >= P,
+  // backward-ring deadlock under async prefetch k when M >= (k+2)P, prefetch all runs
   for (const auto& lowering : test::all_lowerings()) {
     const bool async = lowering.style == "async";
     const auto k = lowering.params.get("prefetch");

@@ -44,8 +44,8 @@ std::vector<int> valid_groups(int P, int M) {
 // by call. A call is its ops posted in Megatron's order (batch_isend_irecv: send_prev, recv_prev,
 // send_next, recv_next) and one WAIT; a call with nothing to move posts nothing.
 
-TEST_CASE("megatron 1F1B P=2 M=3: the batches of forward_backward_pipelining_without_interleaving",
-          "[megatron]") {
+TEST_CASE("megatron.megatron_1f1b_p_2_m", "[megatron]") {
+  // megatron 1F1B P=2 M=3: the batches of forward_backward_pipelining_without_interleaving
   const Program p = megatron({{"ranks", 2}, {"microbatches", 3}});
   // Rank 0: warm-up 1 forward, 2 steady steps, 1 cool-down backward. The first stage receives
   // no activations and sends no gradients, so those calls post nothing.
@@ -62,8 +62,8 @@ TEST_CASE("megatron 1F1B P=2 M=3: the batches of forward_backward_pipelining_wit
         "1F2,1B2,1SEND_B2#5,WAIT(5)");              // last step: send_backward
 }
 
-TEST_CASE("megatron 1F1B P=4 M=6, rank 1: two warm-up forwards, four steady steps, two cool-down",
-          "[megatron]") {
+TEST_CASE("megatron.megatron_1f1b_p_4_m", "[megatron]") {
+  // megatron 1F1B P=4 M=6, rank 1: two warm-up forwards, four steady steps, two cool-down
   const Program p = megatron({{"ranks", 4}, {"microbatches", 6}});
   CHECK(test::rank_line(p, 1) ==
         // warm-up i=0,1: recv_forward, forward, send_forward
@@ -84,8 +84,8 @@ TEST_CASE("megatron 1F1B P=4 M=6, rank 1: two warm-up forwards, four steady step
 
 // Interleaved, P=3 V=2 M=3 (group 3): stage s on rank s mod 3, so rank 0 holds stages 0 and 3,
 // rank 2 stages 2 and 5. Megatron's table: (mb 0..2, chunk 0), then (mb 0..2, chunk 1).
-TEST_CASE("megatron interleaved P=3 V=2 M=3: rank 0 (all forwards in warm-up) and rank 2",
-          "[megatron]") {
+TEST_CASE("megatron.megatron_interleaved_p_3_v", "[megatron]") {
+  // megatron interleaved P=3 V=2 M=3: rank 0 (all forwards in warm-up) and rank 2
   const Program p = interleaved(3, 3, 2, 3);
   // Rank 0: warm-up 2(P-1) + (V-1)*3 = 7 >= 6, so every forward is warm-up. recv_prev is False
   // for k < P-1 (rank 2 has produced nothing yet) and for the last k.
@@ -120,8 +120,8 @@ TEST_CASE("megatron interleaved P=3 V=2 M=3: rank 0 (all forwards in warm-up) an
         "2B2,2SEND_B2#17,WAIT(17)");
 }
 
-TEST_CASE("megatron interleaved P=3 V=2 M=4 with microbatch_group_size 4 (!= P), rank 2",
-          "[megatron]") {
+TEST_CASE("megatron.megatron_interleaved_p_3_v_2", "[megatron]") {
+  // megatron interleaved P=3 V=2 M=4 with microbatch_group_size 4 (!= P), rank 2
   const Program p = interleaved(3, 4, 2, 4);
   // Table: (mb 0..3, chunk 0), (mb 0..3, chunk 1); rank 2 warm-up (V-1)*4 = 4.
   CHECK(test::rank_line(p, 2) ==
@@ -141,10 +141,9 @@ TEST_CASE("megatron interleaved P=3 V=2 M=4 with microbatch_group_size 4 (!= P),
         "2B3,2SEND_B3#23,WAIT(23)");
 }
 
-TEST_CASE(
-    "megatron interleaved P=3 V=2 M=3 with overlap_p2p_comm, rank 1 (odd: _p2p_ops posts "
-    "receives first)",
-    "[megatron]") {
+TEST_CASE("megatron.megatron_interleaved_p_3_v_3", "[megatron]") {
+  // megatron interleaved P=3 V=2 M=3 with overlap_p2p_comm, rank 1 (odd: _p2p_ops posts receives
+  // first)
   const Program p = interleaved(3, 3, 2, 3, true);
   // Warm-up 2 + 3 = 5 steps of a blocking send_forward_recv_forward (no fused call with
   // overlap); after the last one an open send_backward_recv_backward(None, recv_next).
@@ -173,10 +172,9 @@ TEST_CASE(
                                     0) == 0);
 }
 
-TEST_CASE(
-    "megatron: every 1F1B P <= 8, M <= 24 lowers clean and runs without deadlock, "
-    "makespan (M+P-1)(F+B)",
-    "[megatron]") {
+TEST_CASE("megatron.1f1b_p_8_m_24", "[megatron]") {
+  // megatron: every 1F1B P <= 8, M <= 24 lowers clean and runs without deadlock, makespan
+  // (M+P-1)(F+B)
   const double F = 1.0, B = 2.0;
   int programs = 0;
   for (int P = 1; P <= 8; ++P)
@@ -192,11 +190,9 @@ TEST_CASE(
   CHECK(programs == 8 * 24);
 }
 
-TEST_CASE(
-    "megatron: every interleaved 3 <= P <= 8, M <= 24, V <= 4 and valid microbatch_group_size "
-    "lowers clean and runs without deadlock, with and without overlap_p2p_comm or "
-    "parity_batches",
-    "[megatron]") {
+TEST_CASE("megatron.interleaved_3_p_8_m", "[megatron]") {
+  // megatron: every interleaved 3 <= P <= 8, M <= 24, V <= 4 and valid microbatch_group_size
+  // lowers clean and runs without deadlock, with and without overlap_p2p_comm or parity_batches
   int programs = 0;
   for (int P = 3; P <= 8; ++P)
     for (int V = 2; V <= 4; ++V)
@@ -224,10 +220,9 @@ TEST_CASE(
 // order (send_prev, recv_prev, send_next, recv_next) is the same on both ranks, so under fifo
 // matching the first send (a gradient) meets the first receive (an activation): Megatron-LM #5100
 // as the maintainers traced it (PR #5271: recv_prev and recv_next silently crossed at PP=2).
-TEST_CASE(
-    "megatron interleaved P=2 V=2 M=4: the fixed batch order crosses activations and gradients "
-    "under fifo matching, parity_batches does not",
-    "[megatron][nccl]") {
+TEST_CASE("megatron.megatron_interleaved_p_2_v", "[megatron][nccl]") {
+  // megatron interleaved P=2 V=2 M=4: the fixed batch order crosses activations and gradients
+  // under fifo matching, parity_batches does not
   auto o = test::uniform(4, 1.0, 2.0);
   o.network.matching = model::Matching::fifo;
   const auto r = test::run(interleaved(2, 4, 2, 2), o);
@@ -253,10 +248,9 @@ TEST_CASE(
   CHECK(test::run(interleaved(2, 4, 2, 2), o).errors.empty());
 }
 
-TEST_CASE(
-    "megatron interleaved with 2 ranks, every V <= 4, M <= 16, valid group: the fixed order "
-    "only ever crosses messages, parity_batches runs clean in (V*M + 1)(f+b)",
-    "[megatron][nccl]") {
+TEST_CASE("megatron.megatron_interleaved_2_ranks_v", "[megatron][nccl]") {
+  // megatron interleaved with 2 ranks, every V <= 4, M <= 16, valid group: the fixed order only
+  // ever crosses messages, parity_batches runs clean in (V*M + 1)(f+b)
   const double f = 1.0, b = 2.0;
   int crossed = 0, programs = 0;
   for (int V = 2; V <= 4; ++V)
@@ -285,10 +279,9 @@ TEST_CASE(
   CHECK(crossed == programs - 3);
 }
 
-TEST_CASE(
-    "megatron: P=3, M=7, V=2, microbatch_group_size 7 deadlocks under async (prefetch 1) "
-    "and runs under megatron, makespan (V*M + P-1)(f+b)",
-    "[megatron]") {
+TEST_CASE("megatron.p_3_m_7_v", "[megatron]") {
+  // megatron: P=3, M=7, V=2, microbatch_group_size 7 deadlocks under async (prefetch 1) and runs
+  // under megatron, makespan (V*M + P-1)(f+b)
   const schedules::ScheduleParams params{
       {"ranks", 3}, {"microbatches", 7}, {"chunks", 2}, {"microbatch_group_size", 7}};
   const Program compute = schedules::generate("interleaved-1f1b", params);
@@ -310,11 +303,10 @@ TEST_CASE(
 // chunk-0 backward, after which P-1 backwards on ranks P-2..0 remain. Megatron's order meets it
 // for every group it accepts (group >= P keeps the ring fed); a larger group costs memory: rank r
 // warms up 2(P-r-1) + (V-1)*group forwards, so it holds one stash more than that at its peak.
-TEST_CASE(
-    "Interleaved 1F1B with any valid microbatch_group_size: bubble_vs_ideal = (P-1)/(V*M), "
-    "makespan (V*M + P-1)(f+b), peak stashes on rank r = min(2(P-r-1) + (V-1)*group + 1, "
-    "V*M)",
-    "[megatron][closed_form][interleaved]") {
+TEST_CASE("megatron.interleaved_1f1b_any_valid_microbatch",
+          "[megatron][closed_form][interleaved]") {
+  // Interleaved 1F1B with any valid microbatch_group_size: bubble_vs_ideal = (P-1)/(V*M), makespan
+  // (V*M + P-1)(f+b), peak stashes on rank r = min(2(P-r-1) + (V-1)*group + 1, V*M)
   const double f = 1.0, b = 2.0;
   int cases = 0;
   for (int P = 3; P <= 6; ++P)
@@ -345,7 +337,8 @@ TEST_CASE(
   CHECK(cases == 2 * 462);  // 462 (P, V, M, group) combinations, two lowerings each
 }
 
-TEST_CASE("megatron refuses what Megatron-LM does not run, naming the rule", "[megatron]") {
+TEST_CASE("megatron.megatron_refuses_what_megatron_lm", "[megatron]") {
+  // megatron refuses what Megatron-LM does not run, naming the rule
   const schedules::LoweringOptions plain{"megatron", {}};
   // Another schedule.
   auto e = test::error_of<schedules::ParameterError>([&] {
@@ -392,8 +385,8 @@ TEST_CASE("megatron refuses what Megatron-LM does not run, naming the rule", "[m
                                        "chunk(s): 1999999998"));
 }
 
-TEST_CASE("megatron in a config: comm.overlap_p2p_comm takes true/false or 0/1",
-          "[megatron][config]") {
+TEST_CASE("megatron.comm_overlap_p2p_comm_takes", "[megatron][config]") {
+  // megatron in a config: comm.overlap_p2p_comm takes true/false or 0/1
   nlohmann::json j = nlohmann::json::parse(R"({"schedule": {"kind": "interleaved-1f1b",
       "ranks": 3, "microbatches": 6, "chunks": 2}, "comm": {"style": "megatron",
       "overlap_p2p_comm": true}})");
@@ -412,10 +405,9 @@ TEST_CASE("megatron in a config: comm.overlap_p2p_comm takes true/false or 0/1",
   CHECK(e.key() == "comm.overlap_p2p_comm");
 }
 
-TEST_CASE(
-    "megatron: random stage costs, latency, bandwidth, eager or rendezvous sends, tag or "
-    "fifo matching: still no deadlock and no hazard",
-    "[megatron]") {
+TEST_CASE("megatron.random_stage_costs_latency_bandwidth", "[megatron]") {
+  // megatron: random stage costs, latency, bandwidth, eager or rendezvous sends, tag or fifo
+  // matching: still no deadlock and no hazard
   std::mt19937 rng(20261122);
   auto real = [&](double lo, double hi) {
     return std::uniform_real_distribution<double>(lo, hi)(rng);

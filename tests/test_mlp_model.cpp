@@ -44,7 +44,8 @@ real::MlpModel mlp(int h, int f, int s, int b, int layers = 1) {
 
 }  // namespace
 
-TEST_CASE("model section: values, defaults (f = 4h, b = 1, one layer, bf16)", "[mlp-model]") {
+TEST_CASE("mlp_model.values_defaults_f_4h_b", "[mlp-model]") {
+  // model section: values, defaults (f = 4h, b = 1, one layer, bf16)
   const auto m = real::mlp_model_of(with_model({{"hidden", 1024}, {"sequence_length", 2048}}));
   REQUIRE(m);
   CHECK(m->hidden == 1024);
@@ -70,7 +71,8 @@ TEST_CASE("model section: values, defaults (f = 4h, b = 1, one layer, bf16)", "[
       json::parse(R"({"schedule": {"kind": "gpipe", "ranks": 2, "microbatches": 2}})"), kSource)));
 }
 
-TEST_CASE("model section: each bad value names the file and the key", "[mlp-model]") {
+TEST_CASE("mlp_model.bad_value_names_file_key", "[mlp-model]") {
+  // model section: each bad value names the file and the key
   const std::vector<std::pair<json, std::string>> bad = {
       {json{{"sequence_length", 8}}, "model.hidden"},
       {json{{"hidden", 8}}, "model.sequence_length"},
@@ -100,8 +102,8 @@ TEST_CASE("model section: each bad value names the file and the key", "[mlp-mode
   }
 }
 
-TEST_CASE("GEMMs: shapes of the MLP block, chained, with weight gradients shaped as weights",
-          "[mlp-model]") {
+TEST_CASE("mlp_model.shapes_mlp_block_chained_weight", "[mlp-model]") {
+  // GEMMs: shapes of the MLP block, chained, with weight gradients shaped as weights
   const auto m = mlp(1024, 4096, 512, 2);  // t = 1024 tokens
   const std::int64_t t = 1024, h = 1024, f = 4096;
   const auto fw = real::gemms_of(OpKind::F, m);
@@ -131,7 +133,8 @@ TEST_CASE("GEMMs: shapes of the MLP block, chained, with weight gradients shaped
   CHECK_THROWS_WITH(real::gemms_of(OpKind::SEND_F, m), Contains("plain F, B, I and W"));
 }
 
-TEST_CASE("FLOPs: 4 t h f per layer for F, I and W alike, B = I + W", "[mlp-model]") {
+TEST_CASE("mlp_model.4_t_h_f_per", "[mlp-model]") {
+  // FLOPs: 4 t h f per layer for F, I and W alike, B = I + W
   for (const auto& m :
        {mlp(1024, 4096, 512, 2, 1), mlp(768, 3072, 128, 1, 3), mlp(100, 37, 7, 3, 2)}) {
     const double per = 4.0 * static_cast<double>(m.tokens()) * m.hidden * m.ffn_hidden * m.layers;
@@ -145,8 +148,8 @@ TEST_CASE("FLOPs: 4 t h f per layer for F, I and W alike, B = I + W", "[mlp-mode
         Approx(16.0 * 4096 * 4096.0 * 4096));
 }
 
-TEST_CASE("stash peaks: closed forms for GPipe and 1F1B, I keeps the weight part until W",
-          "[mlp-model]") {
+TEST_CASE("mlp_model.closed_forms_gpipe_1f1b_i", "[mlp-model]") {
+  // stash peaks: closed forms for GPipe and 1F1B, I keeps the weight part until W
   model::MemoryOptions mem;
   mem.activation_bytes = 1000;
   mem.weight_stash_bytes = 300;
@@ -164,8 +167,8 @@ TEST_CASE("stash peaks: closed forms for GPipe and 1F1B, I keeps the weight part
   CHECK(real::stash_peaks(forwards_first, mem) == std::vector<std::int64_t>{2000});
 }
 
-TEST_CASE("stash peaks equal the simulator's peak memory when stashes are all it holds",
-          "[mlp-model]") {
+TEST_CASE("mlp_model.stash_peaks_equal_simulator_s", "[mlp-model]") {
+  // stash peaks equal the simulator's peak memory when stashes are all it holds
   for (const char* name : {"1f1b.json", "gpipe.json", "interleaved-1f1b.json",
                            "1f1b-async-send.json", "1f1b-batched.json"}) {
     INFO(name);
@@ -185,8 +188,8 @@ TEST_CASE("stash peaks equal the simulator's peak memory when stashes are all it
   }
 }
 
-TEST_CASE("GPU library errors: file:line, library, code, name and message, and the call",
-          "[backend-error]") {
+TEST_CASE("mlp_model.file_line_library_code_name", "[backend-error]") {
+  // GPU library errors: file:line, library, code, name and message, and the call
   CHECK(real::format_library_error("CUDA", "/src/real/gpu/src/x.cpp", 42, "cudaMalloc(&p, n)", 2,
                                    "cudaErrorMemoryAllocation", "out of memory") ==
         "x.cpp:42: CUDA error 2 (cudaErrorMemoryAllocation: out of memory) in cudaMalloc(&p, n)");

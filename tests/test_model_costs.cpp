@@ -61,8 +61,8 @@ bool near(double a, double b, double rel = 1e-12) {
 
 }  // namespace
 
-TEST_CASE("model.params: published counts of Llama-2 70B and Llama-3 8B, exactly",
-          "[model-costs]") {
+TEST_CASE("model_costs.published_counts_llama_2_70b", "[model-costs]") {
+  // model.params: published counts of Llama-2 70B and Llama-3 8B, exactly
   // Hugging Face model cards: Llama-2-70b-hf 68,976,648,192; Meta-Llama-3-8B 8,030,261,248
   // (GQA, SwiGLU, RMSNorm, untied embeddings, no biases).
   CHECK(total_params(prepared(base_config(llama2_70b())), 1) == 68'976'648'192.0);
@@ -76,7 +76,8 @@ TEST_CASE("model.params: published counts of Llama-2 70B and Llama-3 8B, exactly
   CHECK(total_params(prepared(base_config(tied)), 1) == 8'030'261'248.0 - 4096.0 * 128256);
 }
 
-TEST_CASE("model.static_bytes: Megatron's most loaded shard, both optimizers", "[model-costs]") {
+TEST_CASE("model_costs.megatron_s_most_loaded_shard", "[model-costs]") {
+  // model.static_bytes: Megatron's most loaded shard, both optimizers
   // theoretical_memory_usage.py: (block / p + embedding) / t parameters on the first stage, at
   // 18 bytes each, or 6 + 12 / d with the distributed optimizer. Its block holds the final norm,
   // which we keep on the last stage: the first stage differs by norm·h / p / t parameters.
@@ -98,7 +99,8 @@ TEST_CASE("model.static_bytes: Megatron's most loaded shard, both optimizers", "
   }
 }
 
-TEST_CASE("model.activation_bytes: Korthikanti et al. 2022 Table 2, every row", "[model-costs]") {
+TEST_CASE("model_costs.korthikanti_et_al_2022_table", "[model-costs]") {
+  // model.activation_bytes: Korthikanti et al. 2022 Table 2, every row
   // GPT-style layer (f = 4h, MHA, bf16) on a middle stage of 2 layers: Table 2 per layer, with
   // s, b, h, a, t = 2048, 2, 4096, 32, 4.
   const double s = 2048, b = 2, h = 4096, a = 32, t = 4, sbh = s * b * h;
@@ -135,8 +137,8 @@ TEST_CASE("model.activation_bytes: Korthikanti et al. 2022 Table 2, every row", 
   }
 }
 
-TEST_CASE("model.activation_bytes: 1F1B's first rank peaks at Megatron's activation memory",
-          "[model-costs]") {
+TEST_CASE("model_costs.1f1b_s_first_rank_peaks", "[model-costs]") {
+  // model.activation_bytes: 1F1B's first rank peaks at Megatron's activation memory
   // compute_activation_memory (sequence parallel + selective, non-interleaved, M >= p):
   // [s·b·h·(18 + 4f/h)·L + 8·s·b·p + s·b·h·p] / t; the simulated rank 0 holds exactly p
   // microbatches' stashes of its stage at its peak.
@@ -153,8 +155,8 @@ TEST_CASE("model.activation_bytes: 1F1B's first rank peaks at Megatron's activat
   CHECK(std::abs(ours - megatron) / megatron < 1e-9);
 }
 
-TEST_CASE("model FLOPs: Megatron's count per microbatch, and the zero-bubble split",
-          "[model-costs]") {
+TEST_CASE("model_costs.megatron_s_count_per_microbatch", "[model-costs]") {
+  // model FLOPs: Megatron's count per microbatch, and the zero-bubble split
   // training.py's num_floating_point_operations(batch_size = b), causal attention: per token
   // 12·L·h²·(1 + g/a + s/(2h)) + 12·L·h·f·(3/2 if swiglu) + 6·h·V, summed over F, I and W.
   for (const json& m : {llama2_70b(), llama3_8b()}) {
@@ -199,7 +201,8 @@ TEST_CASE("model FLOPs: Megatron's count per microbatch, and the zero-bubble spl
   CHECK(near(c.backward, c.backward_input + c.backward_weight, 1e-12));
 }
 
-TEST_CASE("model: MoE params and FLOPs as Megatron counts them", "[model-costs]") {
+TEST_CASE("model_costs.moe_params_flops_megatron_counts", "[model-costs]") {
+  // model: MoE params and FLOPs as Megatron counts them
   // Every layer's MLP: E experts held, top-k of them run per token.
   json m = {{"layers", 4},   {"hidden", 1024},         {"heads", 16},
             {"vocab", 1000}, {"sequence_length", 256}, {"experts", 8},
@@ -211,7 +214,8 @@ TEST_CASE("model: MoE params and FLOPs as Megatron counts them", "[model-costs]"
   CHECK(near(st.flops_backward_weight, 4 * T * h * h * 2 + 4 * T * h * 512 * 2 * 1.5));
 }
 
-TEST_CASE("model: uneven layers_per_stage, DualPipe's two copies, chunk sweeps", "[model-costs]") {
+TEST_CASE("model_costs.uneven_layers_per_stage_dualpipe", "[model-costs]") {
+  // model: uneven layers_per_stage, DualPipe's two copies, chunk sweeps
   json m = {
       {"layers", 22},  {"hidden", 256},         {"heads", 4},
       {"vocab", 1000}, {"sequence_length", 64}, {"layers_per_stage", {2, 3, 3, 3, 3, 3, 3, 2}}};
@@ -240,7 +244,8 @@ TEST_CASE("model: uneven layers_per_stage, DualPipe's two copies, chunk sweeps",
   CHECK(v2.derivation->stages[1].layers == 2);
 }
 
-TEST_CASE("model: given costs, memory and comm keys override the derived ones", "[model-costs]") {
+TEST_CASE("model_costs.given_costs_memory_comm_keys", "[model-costs]") {
+  // model: given costs, memory and comm keys override the derived ones
   json j = base_config(
       {{"layers", 4}, {"hidden", 256}, {"heads", 4}, {"vocab", 1000}, {"sequence_length", 64}});
   const auto derived = prepared(j);
@@ -269,7 +274,8 @@ TEST_CASE("model: given costs, memory and comm keys override the derived ones", 
   CHECK(derived.model.network.boundary_bytes == 64 * 256 * 2);
 }
 
-TEST_CASE("model: out of memory at one byte less than the peak, ok at the peak", "[model-costs]") {
+TEST_CASE("model_costs.out_memory_byte_less_peak", "[model-costs]") {
+  // model: out of memory at one byte less than the peak, ok at the peak
   json m = llama2_70b();
   m["tensor_parallel"] = 8;
   m["sequence_parallel"] = true;
@@ -298,7 +304,8 @@ TEST_CASE("model: out of memory at one byte less than the peak, ok at the peak",
   }
 }
 
-TEST_CASE("model: bad input names the key", "[model-costs]") {
+TEST_CASE("model_costs.bad_input_names_key", "[model-costs]") {
+  // model: bad input names the key
   const json good = {
       {"layers", 8}, {"hidden", 256}, {"heads", 4}, {"vocab", 1000}, {"sequence_length", 64}};
   auto with = [&](const char* key, json value) {

@@ -29,7 +29,8 @@ config::Config config_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("Group markers parse, print back and take no stage", "[nccl][text]") {
+TEST_CASE("nccl_language.group_markers_parse_print_back", "[nccl][text]") {
+  // Group markers parse, print back and take no stage
   const std::string text =
       "0F0,GROUP_START,0SEND_F0#0,0RECV_B0#1,GROUP_END,WAIT(0;1),0B0\n"
       "1RECV_F0#0,WAIT(0),1F0,1B0,GROUP_START,GROUP_START,1SEND_B0#1,GROUP_END,GROUP_END,WAIT(1)\n";
@@ -49,7 +50,8 @@ TEST_CASE("Group markers parse, print back and take no stage", "[nccl][text]") {
   CHECK(std::string(e.what()).find("GROUP_START or GROUP_END") != std::string::npos);
 }
 
-TEST_CASE("Groups must balance and nothing waits inside one", "[nccl][validation]") {
+TEST_CASE("nccl_language.groups_must_balance_nothing_waits", "[nccl][validation]") {
+  // Groups must balance and nothing waits inside one
   // A GROUP_END with no group open; a group never closed (reported at its GROUP_START).
   const auto end_alone = schedules::validate(
       Program::parse("0F0,0SEND_F0#0,GROUP_END,WAIT(0),0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"));
@@ -80,8 +82,8 @@ TEST_CASE("Groups must balance and nothing waits inside one", "[nccl][validation
             .empty());
 }
 
-TEST_CASE("NCCL keeps a sent tensor alive: no buffer_released_before_wait under nccl",
-          "[nccl][validation]") {
+TEST_CASE("nccl_language.buffer_released_before_wait_under", "[nccl][validation]") {
+  // NCCL keeps a sent tensor alive: no buffer_released_before_wait under nccl
   const Program p = Program::parse(
       "0F0,0SEND_F0#0,0RECV_B0#1,WAIT(1),0B0,WAIT(0)\n"
       "1RECV_F0,1F0,1B0,1SEND_B0\n");
@@ -90,7 +92,8 @@ TEST_CASE("NCCL keeps a sent tensor alive: no buffer_released_before_wait under 
   CHECK(schedules::validate(p, {.send_buffers_released_early = true}).empty());
 }
 
-TEST_CASE("comm.semantics and the keys of each model", "[nccl][config]") {
+TEST_CASE("nccl_language.comm_semantics_keys_model", "[nccl][config]") {
+  // comm.semantics and the keys of each model
   const std::string head =
       R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}, "comm": )";
   const config::Config mpi = config_of(head + "{}}");
@@ -131,8 +134,8 @@ TEST_CASE("comm.semantics and the keys of each model", "[nccl][config]") {
         "comm.nccl_max_group_ops");
 }
 
-TEST_CASE("Under nccl, batched and megatron write each batch as a group, the others none",
-          "[nccl][lowering]") {
+TEST_CASE("nccl_language.under_nccl_batched_megatron_write", "[nccl][lowering]") {
+  // Under nccl, batched and megatron write each batch as a group, the others none
   auto lower = [](const std::string& kind, int V, const std::string& style, bool groups) {
     schedules::ScheduleParams params{{"ranks", 4}, {"microbatches", 8}};
     if (V > 1) params.set("chunks", V);

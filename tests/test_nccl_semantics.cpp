@@ -55,10 +55,9 @@ Program exchange(bool grouped) {
 
 }  // namespace
 
-TEST_CASE(
-    "NCCL #479: two ranks that each send then receive, ungrouped, hang under nccl with 4 MiB "
-    "messages, grouping, room in NCCL's buffers or mpi semantics fix it",
-    "[nccl][sim]") {
+TEST_CASE("nccl_semantics.nccl_479_two_ranks_send", "[nccl][sim]") {
+  // NCCL #479: two ranks that each send then receive, ungrouped, hang under nccl with 4 MiB
+  // messages, grouping, room in NCCL's buffers or mpi semantics fix it
   const Program bug = exchange(false);
   // Each send runs first on its rank's stream; its receive is queued behind the other rank's
   // send, so neither send finds its receive running.
@@ -72,20 +71,18 @@ TEST_CASE(
   CHECK(verdict(exchange(true), nccl(4)) == "ok");
 }
 
-TEST_CASE(
-    "A group larger than nccl_max_group_ops launches in pieces: a send/receive pair split in two "
-    "kernels hangs as if ungrouped",
-    "[nccl][sim]") {
+TEST_CASE("nccl_semantics.group_larger_nccl_max_group", "[nccl][sim]") {
+  // A group larger than nccl_max_group_ops launches in pieces: a send/receive pair split in two
+  // kernels hangs as if ungrouped
   const Program grouped = exchange(true);
   CHECK(verdict(grouped, nccl(4, 0, false, /*max_group_ops=*/2)) == "ok");
   CHECK(verdict(grouped, nccl(4, 0, false, /*max_group_ops=*/1)) ==
         verdict(exchange(false), nccl(4)));
 }
 
-TEST_CASE(
-    "Head-of-line blocking: a receive posted early blocks a later send on the rank's one stream, "
-    "with a stream per peer it blocks only ops to its own peer",
-    "[nccl][sim]") {
+TEST_CASE("nccl_semantics.receive_posted_early_blocks_later", "[nccl][sim]") {
+  // Head-of-line blocking: a receive posted early blocks a later send on the rank's one stream,
+  // with a stream per peer it blocks only ops to its own peer
   // Interleaved placement, P = 3, V = 2: rank 1 holds stages 1 and 4. It posts stage 4's receive
   // (from rank 0's stage 3) early, then sends stage 1's output to rank 2, whose forward rank 0's
   // stage 3 needs: on one stream that send waits behind the receive it feeds.
@@ -103,10 +100,9 @@ TEST_CASE(
   CHECK(verdict(p, mpi(6)) == "ok");
 }
 
-TEST_CASE(
-    "A send completes without its receive only while the pair's buffer has room: nccl_buffer_bytes "
-    "is shared by the messages sent and not yet received",
-    "[nccl][sim]") {
+TEST_CASE("nccl_semantics.send_completes_without_receive_only", "[nccl][sim]") {
+  // A send completes without its receive only while the pair's buffer has room: nccl_buffer_bytes
+  // is shared by the messages sent and not yet received
   // Rank 0 sends three forwards before it receives a gradient; rank 1 receives the second only
   // after sending its first gradient back.
   const Program p = Program::parse(
@@ -137,8 +133,8 @@ TEST_CASE(
   CHECK(blocked_in(two, 0, 5) == Approx(0.0));
 }
 
-TEST_CASE("Under nccl a backward may free the output of a send not yet waited (NCCL holds it)",
-          "[nccl][sim]") {
+TEST_CASE("nccl_semantics.under_nccl_backward_may_free", "[nccl][sim]") {
+  // Under nccl a backward may free the output of a send not yet waited (NCCL holds it)
   const Program p = Program::parse(
       "0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n"
       "1RECV_F0,1F0,1B0,1SEND_B0\n");
@@ -149,10 +145,9 @@ TEST_CASE("Under nccl a backward may free the output of a send not yet waited (N
   CHECK(flagged);  // under mpi (Gloo) it is a crash
 }
 
-TEST_CASE(
-    "Property: a program that runs under nccl also runs under mpi with the same eager threshold "
-    "(the NCCL model is never more permissive)",
-    "[nccl][sim][property]") {
+TEST_CASE("nccl_semantics.program_runs_under_nccl_also", "[nccl][sim][property]") {
+  // Property: a program that runs under nccl also runs under mpi with the same eager threshold
+  // (the NCCL model is never more permissive)
   std::mt19937 rng(1712);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int nccl_hangs_only = 0, both_run = 0, both_hang = 0;
@@ -180,8 +175,8 @@ TEST_CASE(
   CHECK(both_hang > 10);
 }
 
-TEST_CASE("Property: under nccl the verdict and the stuck ops do not depend on op durations",
-          "[nccl][sim][property]") {
+TEST_CASE("nccl_semantics.under_nccl_verdict_stuck_ops", "[nccl][sim][property]") {
+  // Property: under nccl the verdict and the stuck ops do not depend on op durations
   std::mt19937 rng(20261125);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   auto real = [&](double lo, double hi) {

@@ -41,7 +41,8 @@ bool none_in_arena(const Program& p) {
 
 }  // namespace
 
-TEST_CASE("OpArena: aligned blocks that never overlap even past the first mapping's size") {
+TEST_CASE("op_arena.aligned_blocks_never_overlap_even") {
+  // OpArena: aligned blocks that never overlap even past the first mapping's size
   OpArena arena(1 << 20);  // rounds up to one 2 MiB mapping
   std::vector<std::pair<char*, std::size_t>> blocks;
   std::size_t total = 0;
@@ -66,7 +67,8 @@ TEST_CASE("OpArena: aligned blocks that never overlap even past the first mappin
   CHECK(arena.used() >= total + big);
 }
 
-TEST_CASE("OpArena: freeing the last block gives its bytes back, an earlier one waits") {
+TEST_CASE("op_arena.freeing_last_block_gives_bytes") {
+  // OpArena: freeing the last block gives its bytes back, an earlier one waits
   OpArena arena(0);
   void* a = arena.allocate(1000);
   void* b = arena.allocate(100);
@@ -79,7 +81,8 @@ TEST_CASE("OpArena: freeing the last block gives its bytes back, an earlier one 
   CHECK(arena.allocate(64) == b);  // the freed top is handed out again
 }
 
-TEST_CASE("OpArena: threads that allocate at once get disjoint blocks", "[threads]") {
+TEST_CASE("op_arena.threads_allocate_once_get_disjoint", "[threads]") {
+  // OpArena: threads that allocate at once get disjoint blocks
   OpArena arena(1 << 20);
   constexpr int kThreads = 4, kBlocks = 2000;
   std::vector<std::vector<std::pair<std::uintptr_t, std::size_t>>> got(kThreads);
@@ -108,8 +111,8 @@ TEST_CASE("OpArena: threads that allocate at once get disjoint blocks", "[thread
     CHECK(all[i - 1].first + all[i - 1].second <= all[i].first);
 }
 
-TEST_CASE("a large lowered program keeps its lists in one arena at exactly their size",
-          "[threads]") {
+TEST_CASE("op_arena.large_lowered_program_keeps_lists", "[threads]") {
+  // a large lowered program keeps its lists in one arena at exactly their size
   // 1F1B P=8 M=8192: 131,072 compute ops (2 MiB: on the heap), about 10 MiB lowered (arenas
   // start at 8 MiB).
   const Program compute = ppsim::schedules::generate(
@@ -147,7 +150,8 @@ TEST_CASE("a large lowered program keeps its lists in one arena at exactly their
   CHECK(moved.to_text() == text);
 }
 
-TEST_CASE("a generated program of 8 MiB packs its exactly reserved lists in one arena") {
+TEST_CASE("op_arena.generated_program_8_mib_packs") {
+  // a generated program of 8 MiB packs its exactly reserved lists in one arena
   // 64 ranks x 2 x 4096 ops x 16 bytes = 8 MiB.
   const Program p = ppsim::schedules::generate(
       "1f1b", ppsim::schedules::ScheduleParams{{"ranks", 64}, {"microbatches", 4096}});
@@ -161,7 +165,8 @@ TEST_CASE("a generated program of 8 MiB packs its exactly reserved lists in one 
   CHECK(none_in_arena(half));
 }
 
-TEST_CASE("a small program stays on the heap") {
+TEST_CASE("op_arena.small_program_stays_heap") {
+  // a small program stays on the heap
   const Program p = ppsim::test::lowered("1f1b", 4, 8);
   CHECK(none_in_arena(p));
   const Program compute = ppsim::schedules::generate(
@@ -169,7 +174,8 @@ TEST_CASE("a small program stays on the heap") {
   CHECK(none_in_arena(compute));
 }
 
-TEST_CASE("a list in an arena still grows and shrinks like any vector") {
+TEST_CASE("op_arena.list_arena_still_grows_shrinks") {
+  // a list in an arena still grows and shrinks like any vector
   const Program compute = ppsim::schedules::generate(
       "1f1b", ppsim::schedules::ScheduleParams{{"ranks", 8}, {"microbatches", 8192}});
   Program p = ppsim::schedules::lower(compute, {"async", {{"prefetch", 1}}});
@@ -218,7 +224,8 @@ std::size_t resident_pages(const void* p, std::size_t bytes) {
 
 }  // namespace
 
-TEST_CASE("populate faults fresh memory in and leaves written memory as it was", "[threads]") {
+TEST_CASE("op_arena.populate_faults_fresh_memory_leaves", "[threads]") {
+  // populate faults fresh memory in and leaves written memory as it was
   constexpr std::size_t kBytes = std::size_t{40} << 20;
   std::vector<unsigned char> written(kBytes);
   for (std::size_t i = 0; i < kBytes; ++i) written[i] = static_cast<unsigned char>(i * 31 + 7);
@@ -244,8 +251,8 @@ TEST_CASE("populate faults fresh memory in and leaves written memory as it was",
   munmap(fresh, kBytes);
 }
 
-TEST_CASE("prefault faults in every page a small range touches and leaves written memory as it was",
-          "[threads]") {
+TEST_CASE("op_arena.prefault_faults_page_small_range", "[threads]") {
+  // prefault faults in every page a small range touches and leaves written memory as it was
   constexpr std::size_t kBytes = std::size_t{1} << 20;  // below kPopulateMinBytes: one thread
   void* fresh = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(fresh != MAP_FAILED);
@@ -272,8 +279,8 @@ TEST_CASE("prefault faults in every page a small range touches and leaves writte
   munmap(large, kLarge);
 }
 
-TEST_CASE("OpArena: memory ahead of the top is faulted in, lists written meanwhile keep theirs",
-          "[threads]") {
+TEST_CASE("op_arena.memory_ahead_top_faulted_lists", "[threads]") {
+  // OpArena: memory ahead of the top is faulted in, lists written meanwhile keep theirs
   constexpr std::size_t kBlock = 256 << 10;
   OpArena arena(std::size_t{96} << 20);
   auto* first = static_cast<unsigned char*>(arena.allocate(kBlock));

@@ -15,7 +15,8 @@ using schedules::OpClass;
 using schedules::OpKind;
 using schedules::Program;
 
-TEST_CASE("Op kinds: every kind has one table row, classification reads the table", "[ops]") {
+TEST_CASE("ops.kind_has_table_row_classification", "[ops]") {
+  // Op kinds: every kind has one table row, classification reads the table
   REQUIRE(schedules::kOpKindCount == 15);
   for (std::size_t k = 0; k < schedules::kOpKindCount; ++k) {
     const auto kind = static_cast<OpKind>(k);
@@ -38,9 +39,8 @@ TEST_CASE("Op kinds: every kind has one table row, classification reads the tabl
   CHECK(sizeof(Op) == 16);
 }
 
-TEST_CASE(
-    "OVERLAP_F_B: (0F7 with 7B3)OVERLAP_F_B parses into one op with two parts and prints back",
-    "[ops][program_text]") {
+TEST_CASE("ops.0f7_7b3_overlap_f_b", "[ops][program_text]") {
+  // OVERLAP_F_B: (0F7 with 7B3)OVERLAP_F_B parses into one op with two parts and prints back
   // Two ranks, V placement of 4 stages: stages 0 and 3 on rank 0, stages 1 and 2 on rank 1.
   const auto parse_row0 = Program::parse(
       "0F0,0F1,(0F2;3B0)OVERLAP_F_B,3F0,3B1,3B2,0B0,0B1,0B2\n"
@@ -56,7 +56,8 @@ TEST_CASE(
   CHECK(parse_row0.rank_of(3) == 0);
 }
 
-TEST_CASE("OVERLAP_F_B must hold a forward and then a backward", "[ops][program_text]") {
+TEST_CASE("ops.overlap_f_b_must_hold", "[ops][program_text]") {
+  // OVERLAP_F_B must hold a forward and then a backward
   for (const char* bad : {"(0F0)OVERLAP_F_B", "(0B0;0F1)OVERLAP_F_B", "(0F0;0F1)OVERLAP_F_B",
                           "(0F0;0B0;0B1)OVERLAP_F_B", "(0F0;0B0)OVERLAP", "(0F0;0B0"}) {
     INFO(bad);
@@ -64,8 +65,8 @@ TEST_CASE("OVERLAP_F_B must hold a forward and then a backward", "[ops][program_
   }
 }
 
-TEST_CASE("An overlapped F&B runs both parts in one slot of F + B and has both parts' effects",
-          "[ops][sim]") {
+TEST_CASE("ops.overlapped_f_b_runs_both", "[ops][sim]") {
+  // An overlapped F&B runs both parts in one slot of F + B and has both parts' effects
   // Rank 1 runs 1F1 together with the backward 1B0 of the previous microbatch.
   const Program p = Program::parse(
       "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
@@ -97,8 +98,8 @@ TEST_CASE("An overlapped F&B runs both parts in one slot of F + B and has both p
   }
 }
 
-TEST_CASE("UNSHARD, RESHARD, REDUCE_GRAD: parsed, printed, validated, carried at no cost",
-          "[ops]") {
+TEST_CASE("ops.unshard_reshard_reduce_grad_parsed", "[ops]") {
+  // UNSHARD, RESHARD, REDUCE_GRAD: parsed, printed, validated, carried at no cost
   const Program p = Program::parse(
       "0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
       "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD\n");
@@ -115,7 +116,8 @@ TEST_CASE("UNSHARD, RESHARD, REDUCE_GRAD: parsed, printed, validated, carried at
   CHECK_THROWS_AS(Program::parse("0RESHARD#1\n"), schedules::ParseError);
 }
 
-TEST_CASE("A WAIT holds at most 65535 request ids: more is refused, not truncated", "[ops]") {
+TEST_CASE("ops.wait_holds_most_65535_request", "[ops]") {
+  // A WAIT holds at most 65535 request ids: more is refused, not truncated
   std::string text = "0F0,0B0,WAIT(";
   for (int i = 0; i < 65536; ++i) {
     if (i > 0) text += ';';
@@ -128,10 +130,9 @@ TEST_CASE("A WAIT holds at most 65535 request ids: more is refused, not truncate
   CHECK_THROWS_AS(p.push_wait(0, ids), schedules::ParameterError);
 }
 
-TEST_CASE(
-    "simulate() refuses a comm op without a peer in a program never validated, also one "
-    "it saw ahead of a compute op's end",
-    "[ops]") {
+TEST_CASE("ops.simulate_refuses_comm_op_without", "[ops]") {
+  // simulate() refuses a comm op without a peer in a program never validated, also one it saw
+  // ahead of a compute op's end
   // Rank 0 resumes after 0F0 with 0RECV_F0 a few ops ahead: the engine looks at it then (to
   // prefetch its tensor's record) before it posts it; stage 0 has no previous stage.
   const Program p = Program::parse("0F0,0F1,0RECV_F0#0,WAIT(0)\n1F0,1F1\n");
@@ -141,7 +142,8 @@ TEST_CASE(
   CHECK(std::string(e.what()) == "rank 0 op 2: 0RECV_F0#0 has no peer on another rank");
 }
 
-TEST_CASE("Program::chunks_on counts each rank's stages, for every placement", "[ops]") {
+TEST_CASE("ops.program_chunks_counts_rank_s", "[ops]") {
+  // Program::chunks_on counts each rank's stages, for every placement
   // Counted once when the Program is made (a scan of the placement per rank made lowering
   // quadratic in ranks, bench/wide_pipelines.py); checked here against a count of the placement.
   using schedules::make_placement;
@@ -162,8 +164,8 @@ TEST_CASE("Program::chunks_on counts each rank's stages, for every placement", "
   CHECK(uneven.chunks_on(2) == 0);
 }
 
-TEST_CASE("ops.resource_actions_lowered: compute-only lists keep UNSHARD/RESHARD/REDUCE_GRAD",
-          "[ops][lowering]") {
+TEST_CASE("ops.compute_only_lists_keep_unshard", "[ops][lowering]") {
+  // ops.resource_actions_lowered: compute-only lists keep UNSHARD/RESHARD/REDUCE_GRAD
   // OPLISTS.md: a compute-only list with PyTorch's resource actions is lowered like any other;
   // each action stays right before the compute op it preceded and takes no time.
   const std::string with = R"({"schedule": {"kind": "custom", "ops": [

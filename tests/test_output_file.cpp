@@ -49,7 +49,8 @@ std::string slurp(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("OutputFile creates a new file only at commit, with no temporary left") {
+TEST_CASE("output_file.outputfile_creates_new_file_only") {
+  // OutputFile creates a new file only at commit, with no temporary left
   TempDir dir;
   const auto target = dir.path / "t.json";
   {
@@ -69,7 +70,8 @@ TEST_CASE("OutputFile creates a new file only at commit, with no temporary left"
         static_cast<fs::perms>(0666 & ~mask));
 }
 
-TEST_CASE("OutputFile without commit leaves the old file and no temporary") {
+TEST_CASE("output_file.outputfile_without_commit_leaves_old") {
+  // OutputFile without commit leaves the old file and no temporary
   TempDir dir;
   const auto target = dir.path / "t.json";
   std::ofstream(target) << "old";
@@ -89,7 +91,8 @@ TEST_CASE("OutputFile without commit leaves the old file and no temporary") {
   CHECK((fs::status(target).permissions() & fs::perms::all) == static_cast<fs::perms>(0640));
 }
 
-TEST_CASE("OutputFile writes through a chain of symlinks and keeps them links") {
+TEST_CASE("output_file.outputfile_writes_through_chain_symlinks") {
+  // OutputFile writes through a chain of symlinks and keeps them links
   TempDir dir;
   fs::create_directory(dir.path / "real");
   const auto target = dir.path / "real" / "t.json";
@@ -108,7 +111,8 @@ TEST_CASE("OutputFile writes through a chain of symlinks and keeps them links") 
   CHECK(std::distance(fs::directory_iterator(dir.path / "real"), {}) == 1);
 }
 
-TEST_CASE("OutputFile refuses a symlink loop, a directory and a socket, touching nothing") {
+TEST_CASE("output_file.outputfile_refuses_symlink_loop_directory") {
+  // OutputFile refuses a symlink loop, a directory and a socket, touching nothing
   TempDir dir;
   fs::create_symlink("b", dir.path / "a");
   fs::create_symlink("a", dir.path / "b");
@@ -132,14 +136,16 @@ TEST_CASE("OutputFile refuses a symlink loop, a directory and a socket, touching
   CHECK(dir.entries() == 4);
 }
 
-TEST_CASE("OutputFile names the reason when the directory is missing") {
+TEST_CASE("output_file.outputfile_names_reason_when_directory") {
+  // OutputFile names the reason when the directory is missing
   TempDir dir;
   CHECK_THROWS_WITH(OutputFile((dir.path / "no" / "t.json").string()),
                     Catch::Contains("No such file or directory"));
   CHECK_THROWS_AS(OutputFile(""), OutputError);
 }
 
-TEST_CASE("OutputFile writes a character device in place") {
+TEST_CASE("output_file.outputfile_writes_character_device_place") {
+  // OutputFile writes a character device in place
   if (::access("/dev/null", W_OK) != 0) return;
   OutputFile out("/dev/null");
   CHECK(out.mode() == OutputMode::direct);
@@ -149,14 +155,16 @@ TEST_CASE("OutputFile writes a character device in place") {
   CHECK(fs::is_character_file("/dev/null"));
 }
 
-TEST_CASE("OutputFile reports a full device with its reason and keeps no partial file") {
+TEST_CASE("output_file.outputfile_reports_full_device_reason") {
+  // OutputFile reports a full device with its reason and keeps no partial file
   if (::access("/dev/full", W_OK) != 0) return;
   OutputFile out("/dev/full");
   out.stream() << std::string(1 << 17, 'x');
   CHECK_THROWS_WITH(out.commit(), Catch::Contains("No space left on device"));
 }
 
-TEST_CASE("OutputFile accepts a file name at the length limit") {
+TEST_CASE("output_file.outputfile_accepts_file_name_length") {
+  // OutputFile accepts a file name at the length limit
   TempDir dir;
   const auto target = dir.path / std::string(255, 'n');
   OutputFile out(target.string());
@@ -166,7 +174,8 @@ TEST_CASE("OutputFile accepts a file name at the length limit") {
   CHECK(dir.entries() == 1);
 }
 
-TEST_CASE("excerpt cuts long tokens and escapes binary bytes") {
+TEST_CASE("output_file.excerpt_cuts_long_tokens_escapes") {
+  // excerpt cuts long tokens and escapes binary bytes
   auto printable = [](std::string_view s, std::size_t max = 80) {
     return ppsim::base::excerpt(s, max);
   };
@@ -179,7 +188,8 @@ TEST_CASE("excerpt cuts long tokens and escapes binary bytes") {
         "bad: " + std::string(80, 'z') + "… end");
 }
 
-TEST_CASE("OutputFile writes a file of many writeback intervals whole") {
+TEST_CASE("output_file.outputfile_writes_file_many_writeback") {
+  // OutputFile writes a file of many writeback intervals whole
   // Past every 32 MiB the disk writes of what came before are started (a hint to the kernel):
   // the bytes must still all arrive, in order.
   TempDir dir;
@@ -236,8 +246,8 @@ bool has_direct_flag(int fd) {
 
 }  // namespace
 
-TEST_CASE(
-    "FdStreamBuf writes past the page cache after its threshold and keeps every byte in order") {
+TEST_CASE("output_file.fdstreambuf_writes_past_page_cache") {
+  // FdStreamBuf writes past the page cache after its threshold and keeps every byte in order
   // Past direct_after bytes the rest goes out with O_DIRECT, a full 4 MiB staging buffer at a
   // time; the last partial buffer, or one flushed early, as usual. Writes of every size, 1 byte
   // to 3 MiB, cross the threshold (unaligned: 1 MiB + 123) at whatever offset they come.

@@ -62,7 +62,8 @@ record::RunRecord run(const json& j, bool trace = false) {
 
 }  // namespace
 
-TEST_CASE("byte counts that would overflow are refused naming the key", "[overflow]") {
+TEST_CASE("overflow.byte_counts_would_overflow_refused", "[overflow]") {
+  // byte counts that would overflow are refused naming the key
   // The issue's examples: a negative comm_bytes, a peak of 0.
   CHECK_REFUSED(with(base_config(), "comm", "boundary_bytes", 1e18), "comm.boundary_bytes", "2^53");
   CHECK_REFUSED(with(base_config(), "memory", "static_bytes", 9e18), "memory.static_bytes", "2^53");
@@ -77,8 +78,8 @@ TEST_CASE("byte counts that would overflow are refused naming the key", "[overfl
                 "comm.boundary_bytes", "above the 2^62 bytes");
 }
 
-TEST_CASE("a program checked on several threads names the first rank over a bound",
-          "[overflow][threads]") {
+TEST_CASE("overflow.program_checked_several_threads_names", "[overflow][threads]") {
+  // a program checked on several threads names the first rank over a bound
   // 1F1B P=8 M=16384 blocking, about 650,000 ops: counted in two blocks of ranks where two
   // threads run. The middle ranks post 4 comm ops per microbatch, the end ones 2: with 1.5 x 2^46
   // bytes per buffer only ranks 1-6 could pass 2^62 bytes, and rank 1, the first in rank order,
@@ -94,7 +95,8 @@ TEST_CASE("a program checked on several threads names the first rank over a boun
   CHECK_REFUSED(slow, "costs.forward", "the run could last up to 1.311e+15");
 }
 
-TEST_CASE("byte counts at the bounds give exact figures", "[overflow]") {
+TEST_CASE("overflow.byte_counts_bounds_give_exact", "[overflow]") {
+  // byte counts at the bounds give exact figures
   const std::int64_t max = 1LL << 53;
   json j = with(base_config(), "comm", "boundary_bytes", max);
   j = with(j, "memory", "static_bytes", max);
@@ -110,8 +112,8 @@ TEST_CASE("byte counts at the bounds give exact figures", "[overflow]") {
   CHECK(all_finite(viz::to_json(r)));
 }
 
-TEST_CASE("costs and latencies that would make infinite times are refused naming the key",
-          "[overflow]") {
+TEST_CASE("overflow.costs_latencies_would_make_infinite", "[overflow]") {
+  // costs and latencies that would make infinite times are refused naming the key
   json costs = base_config();
   costs["costs"] = {{"forward", 1e308}};
   CHECK_REFUSED(costs, "costs.forward", "the run could last up to inf ms");
@@ -129,7 +131,8 @@ TEST_CASE("costs and latencies that would make infinite times are refused naming
   CHECK_REFUSED(custom, "costs.forward", "above the bound");
 }
 
-TEST_CASE("times just below the bound run to finite figures and a valid trace", "[overflow]") {
+TEST_CASE("overflow.times_just_below_bound_run", "[overflow]") {
+  // times just below the bound run to finite figures and a valid trace
   // 96 compute ops of 1e13 and 48 transfers of 1e11: 9.648e14 < 1e15.
   json j = base_config();
   j["costs"] = {{"forward", 1e13}, {"backward_input", 1e13}, {"backward_weight", 1e13}};

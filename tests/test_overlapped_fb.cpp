@@ -42,8 +42,8 @@ config::ConfigError error_for(const json& j) {
 
 // Four plain ops (F, F, B, B: 1 + 1 + 2 + 2 = 6) and two pairs one after the other on one rank:
 // the makespan is 6 + pair(stage 0) + pair(stage 1), so it shows which duration each pair got.
-TEST_CASE("overlapped_fb: default F + B, a time, a fraction, per stage by the forward's stage",
-          "[overlapped_fb]") {
+TEST_CASE("overlapped_fb.default_f_b_time_fraction", "[overlapped_fb]") {
+  // overlapped_fb: default F + B, a time, a fraction, per stage by the forward's stage
   json j = two_pairs();
   CHECK(makespan(j) == Approx(6 + 3 + 3));  // today's behaviour: the sum of the parts
 
@@ -72,8 +72,8 @@ TEST_CASE("overlapped_fb: default F + B, a time, a fraction, per stage by the fo
   CHECK(makespan(s) == Approx(8 + 1.5 + 2.5));
 }
 
-TEST_CASE("overlapped_fb: the executor and the simulator read the same duration",
-          "[overlapped_fb]") {
+TEST_CASE("overlapped_fb.executor_simulator_read_same_duration", "[overlapped_fb]") {
+  // overlapped_fb: the executor and the simulator read the same duration
   json j = two_pairs();
   j["costs"]["overlapped_fb"] = {{"fraction", 0.8}};
   const auto prepared = config::prepare(config::parse_config(j, kSource));
@@ -87,8 +87,8 @@ TEST_CASE("overlapped_fb: the executor and the simulator read the same duration"
   CHECK(pairs == 2);
 }
 
-TEST_CASE("overlapped_fb: anything but a time >= 0 or {\"fraction\": 0 < x <= 1} is refused",
-          "[overlapped_fb][config]") {
+TEST_CASE("overlapped_fb.anything_but_time_0_fraction", "[overlapped_fb][config]") {
+  // overlapped_fb: anything but a time >= 0 or {"fraction": 0 < x <= 1} is refused
   auto check = [](const json& value, const std::string& key, const std::string& expected,
                   bool per_stage = false) {
     json j = two_pairs();
@@ -120,8 +120,8 @@ TEST_CASE("overlapped_fb: anything but a time >= 0 or {\"fraction\": 0 < x <= 1}
 
 // The upper bound on a run's length (config/resources.cpp) counts a pair given a time as that
 // time, so a pair longer than its parts cannot slip past it.
-TEST_CASE("overlapped_fb: a time too large for exact times is refused, naming the key",
-          "[overlapped_fb][config]") {
+TEST_CASE("overlapped_fb.time_too_large_exact_times", "[overlapped_fb][config]") {
+  // overlapped_fb: a time too large for exact times is refused, naming the key
   json j = two_pairs();
   j["costs"]["overlapped_fb"] = 1e300;
   const auto e = error_for(j);
@@ -131,8 +131,8 @@ TEST_CASE("overlapped_fb: a time too large for exact times is refused, naming th
 
 // A sweep over chunks keeps the model fixed by scaling per-stage costs by V0/V; a pair's time is a
 // per-stage cost like the others, a fraction is already relative to its parts.
-TEST_CASE("overlapped_fb: a chunk sweep scales a time by V0/V and keeps a fraction",
-          "[overlapped_fb][sweep]") {
+TEST_CASE("overlapped_fb.chunk_sweep_scales_time_v0", "[overlapped_fb][sweep]") {
+  // overlapped_fb: a chunk sweep scales a time by V0/V and keeps a fraction
   json j = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
                            "costs": {"overlapped_fb": 3}})");
   const auto time =

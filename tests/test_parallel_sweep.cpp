@@ -16,8 +16,8 @@
 
 using namespace ppsim;
 
-TEST_CASE("parallel_for: every index once, the smallest failing index's exception",
-          "[parallel][sweep]") {
+TEST_CASE("parallel_sweep.index_once_smallest_failing_index", "[parallel][sweep]") {
+  // parallel_for: every index once, the smallest failing index's exception
   for (unsigned threads : {1u, 2u, 3u, 8u}) {
     INFO("threads " << threads);
     std::vector<int> hits(100, 0);
@@ -45,8 +45,8 @@ TEST_CASE("parallel_for: every index once, the smallest failing index's exceptio
   }
 }
 
-TEST_CASE("parallel_for: an index claimed before a later one failed still runs",
-          "[parallel][sweep]") {
+TEST_CASE("parallel_sweep.index_claimed_before_later_failed", "[parallel][sweep]") {
+  // parallel_for: an index claimed before a later one failed still runs
   // Every index fails: whichever thread fails first, index 0 has been claimed and must run, so
   // its message comes out. (A skip of claimed indices once anything failed lost it when the
   // claiming thread was preempted between claim and check; that race is timing-dependent, hence
@@ -75,8 +75,8 @@ TEST_CASE("parallel_for: an index claimed before a later one failed still runs",
                     "progress");
 }
 
-TEST_CASE("parallel sweep: the same run records as a loop, in any thread count",
-          "[parallel][sweep]") {
+TEST_CASE("parallel_sweep.same_run_records_loop_any", "[parallel][sweep]") {
+  // parallel sweep: the same run records as a loop, in any thread count
   const config::Config base = config::parse_config(nlohmann::json::parse(R"({
     "name": "base",
     "schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},

@@ -31,7 +31,8 @@ ProcessReport sample() {
 
 }  // namespace
 
-TEST_CASE("a process report unpacks to what was packed", "[real][mpi]") {
+TEST_CASE("process_report.process_report_unpacks_what_was", "[real][mpi]") {
+  // a process report unpacks to what was packed
   const ProcessReport r = sample();
   const std::string bytes = pack(r);
   const ProcessReport u = unpack(bytes);
@@ -60,7 +61,8 @@ TEST_CASE("a process report unpacks to what was packed", "[real][mpi]") {
   CHECK(pack(unpack(pack(ProcessReport{}))) == pack(ProcessReport{}));
 }
 
-TEST_CASE("bytes that are not a whole process report are refused", "[real][mpi]") {
+TEST_CASE("process_report.bytes_whole_process_report_refused", "[real][mpi]") {
+  // bytes that are not a whole process report are refused
   const std::string bytes = pack(sample());
   for (std::size_t n = 0; n < bytes.size(); ++n)
     CHECK_THROWS_WITH(unpack(std::string_view(bytes).substr(0, n)),

@@ -72,7 +72,8 @@ ParseError parse_error_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("op_text: compute ops are <stage><F|B|I|W><microbatch>", "[program_text]") {
+TEST_CASE("program_text.compute_ops_stage_f_b", "[program_text]") {
+  // op_text: compute ops are <stage><F|B|I|W><microbatch>
   CHECK(op_text(Op::compute(OpKind::F, 2, 0)) == "2F0");
   CHECK(op_text(Op::compute(OpKind::B, 0, 1)) == "0B1");
   CHECK(op_text(Op::compute(OpKind::I, 0, 5)) == "0I5");
@@ -80,15 +81,16 @@ TEST_CASE("op_text: compute ops are <stage><F|B|I|W><microbatch>", "[program_tex
   CHECK(op_text(Op::compute(OpKind::F, 12, 345)) == "12F345");
 }
 
-TEST_CASE("op_text: blocking comm ops are <stage><SEND_F|RECV_F|SEND_B|RECV_B><microbatch>",
-          "[program_text]") {
+TEST_CASE("program_text.blocking_comm_ops_stage_send", "[program_text]") {
+  // op_text: blocking comm ops are <stage><SEND_F|RECV_F|SEND_B|RECV_B><microbatch>
   CHECK(op_text(Op::comm(OpKind::SEND_F, 1, 3)) == "1SEND_F3");
   CHECK(op_text(Op::comm(OpKind::RECV_F, 1, 3)) == "1RECV_F3");
   CHECK(op_text(Op::comm(OpKind::SEND_B, 1, 3)) == "1SEND_B3");
   CHECK(op_text(Op::comm(OpKind::RECV_B, 0, 1)) == "0RECV_B1");
 }
 
-TEST_CASE("op_text: an async comm op appends #<request id>", "[program_text]") {
+TEST_CASE("program_text.async_comm_op_appends_request", "[program_text]") {
+  // op_text: an async comm op appends #<request id>
   const Op send = Op::comm(OpKind::SEND_F, 1, 3, 7);
   CHECK(send.async);
   CHECK(op_text(send) == "1SEND_F3#7");
@@ -96,8 +98,8 @@ TEST_CASE("op_text: an async comm op appends #<request id>", "[program_text]") {
   CHECK_FALSE(Op::comm(OpKind::SEND_F, 1, 3).async);
 }
 
-TEST_CASE("Program::op_text: WAIT lists its request ids separated by semicolons",
-          "[program_text]") {
+TEST_CASE("program_text.program_op_text_wait_lists", "[program_text]") {
+  // Program::op_text: WAIT lists its request ids separated by semicolons
   Program p(1, make_placement(PlacementKind::loop, 2, 1));
   p.push(0, Op::comm(OpKind::SEND_F, 0, 0, 7));
   p.push(0, Op::comm(OpKind::RECV_B, 0, 0, 8));
@@ -113,7 +115,8 @@ TEST_CASE("Program::op_text: WAIT lists its request ids separated by semicolons"
   CHECK(p.to_text() == "0SEND_F0#7,0RECV_B0#8,WAIT(7;8)\nWAIT(3)\n");
 }
 
-TEST_CASE("Program::parse reads every op kind and WAIT ids back", "[program_text]") {
+TEST_CASE("program_text.program_parse_reads_op_kind", "[program_text]") {
+  // Program::parse reads every op kind and WAIT ids back
   const Program p = Program::parse(
       "0F0,0SEND_F0#7,0RECV_B0#8,WAIT(7;8),0I0,0W0\n"
       "1RECV_F0,1F0,1B0,1SEND_B0\n");
@@ -133,10 +136,9 @@ TEST_CASE("Program::parse reads every op kind and WAIT ids back", "[program_text
   CHECK(p.ops(1)[3] == Op::comm(OpKind::SEND_B, 1, 0));
 }
 
-TEST_CASE(
-    "Program::parse ignores '#' comment lines, spaces and a trailing comma, a blank line is "
-    "an error",
-    "[program_text]") {
+TEST_CASE("program_text.program_parse_ignores_comment_lines", "[program_text]") {
+  // Program::parse ignores '#' comment lines, spaces and a trailing comma, a blank line is an
+  // error
   const Program p =
       Program::parse("# two ranks\n 0F0 , 0SEND_F0 ,\r\n# next\n1RECV_F0,1F0,1B0,1SEND_B0\n");
   CHECK(parse_error_of("# two ranks\n 0F0 , 0SEND_F0 ,\r\n\n1RECV_F0,1F0,1B0,1SEND_B0\n").line() ==
@@ -148,8 +150,8 @@ TEST_CASE(
   CHECK(p.ops(1).size() == 4);
 }
 
-TEST_CASE("to_text then parse is the identity on ops, WAIT ids and placement (all comm styles)",
-          "[program_text]") {
+TEST_CASE("program_text.text_then_parse_identity_ops", "[program_text]") {
+  // to_text then parse is the identity on ops, WAIT ids and placement (all comm styles)
   for (const LoweredCase& c : lowered_cases()) {
     INFO(c.name());
     const Program original = ppsim::test::lowered(c.kind, c.P, c.M, c.V, c.style, c.prefetch);
@@ -183,8 +185,8 @@ TEST_CASE("to_text then parse is the identity on ops, WAIT ids and placement (al
   }
 }
 
-TEST_CASE("lowered async programs carry async ops and WAITs through the text form",
-          "[program_text]") {
+TEST_CASE("program_text.lowered_async_programs_carry_async", "[program_text]") {
+  // lowered async programs carry async ops and WAITs through the text form
   // Guards the round-trip test above against passing vacuously on blocking-only programs.
   const Program p = ppsim::test::lowered("1f1b", 2, 2, 1, "async", 1);
   const std::string text = p.to_text();
@@ -201,8 +203,8 @@ TEST_CASE("lowered async programs carry async ops and WAITs through the text for
   CHECK(waits > 0);
 }
 
-TEST_CASE("placement inference: a stage lives on the rank that runs its compute ops",
-          "[program_text]") {
+TEST_CASE("program_text.stage_lives_rank_runs_compute", "[program_text]") {
+  // placement inference: a stage lives on the rank that runs its compute ops
   // Comm ops name stage 1 on rank 0 only as a peer; the compute ops put it on rank 1.
   const Program p = Program::parse("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
   REQUIRE(p.stages() == 2);
@@ -212,8 +214,8 @@ TEST_CASE("placement inference: a stage lives on the rank that runs its compute 
   CHECK(p.chunks() == 1);
 }
 
-TEST_CASE("placement inference: chunks on a rank are numbered in stage order (loop and V shapes)",
-          "[program_text]") {
+TEST_CASE("program_text.chunks_rank_numbered_stage_order", "[program_text]") {
+  // placement inference: chunks on a rank are numbered in stage order (loop and V shapes)
   SECTION("loop: stage s on rank s mod P, chunk s / P") {
     const Program p = Program::parse("0F0,2F0\n1F0,3F0\n");
     CHECK(p.placement() == make_placement(PlacementKind::loop, 2, 2));
@@ -227,22 +229,23 @@ TEST_CASE("placement inference: chunks on a rank are numbered in stage order (lo
   }
 }
 
-TEST_CASE("placement inference: M is one more than the largest microbatch", "[program_text]") {
+TEST_CASE("program_text.m_more_largest_microbatch", "[program_text]") {
+  // placement inference: M is one more than the largest microbatch
   const Program p = Program::parse("0F4,0B4\n");
   CHECK(p.microbatches() == 5);
   CHECK(p.stages() == 1);
   CHECK(p.ranks() == 1);
 }
 
-TEST_CASE("placement inference: a stage with no compute op is placed by its comm ops",
-          "[program_text]") {
+TEST_CASE("program_text.stage_compute_op_placed_comm", "[program_text]") {
+  // placement inference: a stage with no compute op is placed by its comm ops
   const Program p = Program::parse("0F0,0SEND_F0\n1RECV_F0\n");
   REQUIRE(p.stages() == 2);
   CHECK(p.rank_of(1) == 1);
 }
 
-TEST_CASE("ParseError: an unknown op name points at its token (line = rank + 1, 1-based column)",
-          "[program_text]") {
+TEST_CASE("program_text.unknown_op_name_points_token", "[program_text]") {
+  // ParseError: an unknown op name points at its token (line = rank + 1, 1-based column)
   const ParseError e = parse_error_of("0F0,0X1");
   CHECK(e.line() == 1);
   CHECK(e.column() == 5);
@@ -262,8 +265,8 @@ TEST_CASE("ParseError: an unknown op name points at its token (line = rank + 1, 
   CHECK(after_comment.column() == 5);
 }
 
-TEST_CASE("ParseError: an empty op between commas is reported at the empty field",
-          "[program_text]") {
+TEST_CASE("program_text.empty_op_between_commas_reported", "[program_text]") {
+  // ParseError: an empty op between commas is reported at the empty field
   const ParseError e = parse_error_of("0F0,,0B0");
   CHECK(e.line() == 1);
   CHECK(e.column() == 5);
@@ -272,7 +275,8 @@ TEST_CASE("ParseError: an empty op between commas is reported at the empty field
   CHECK(leading.column() == 1);
 }
 
-TEST_CASE("ParseError: WAIT needs one or more integer ids inside parentheses", "[program_text]") {
+TEST_CASE("program_text.wait_needs_more_integer_ids", "[program_text]") {
+  // ParseError: WAIT needs one or more integer ids inside parentheses
   struct Case {
     std::string text;
     int column;
@@ -292,7 +296,8 @@ TEST_CASE("ParseError: WAIT needs one or more integer ids inside parentheses", "
   }
 }
 
-TEST_CASE("ParseError: only comm ops take a #request id", "[program_text]") {
+TEST_CASE("program_text.only_comm_ops_take_request", "[program_text]") {
+  // ParseError: only comm ops take a #request id
   const ParseError e = parse_error_of("0F0#3");
   CHECK(e.line() == 1);
   CHECK(e.column() == 1);
@@ -301,8 +306,8 @@ TEST_CASE("ParseError: only comm ops take a #request id", "[program_text]") {
   CHECK_NOTHROW(Program::parse("0F0,0SEND_F0#3\n1RECV_F0#0,WAIT(0),1F0\n"));
 }
 
-TEST_CASE("ParseError: stage, op name and microbatch must all be present and non-negative",
-          "[program_text]") {
+TEST_CASE("program_text.stage_op_name_microbatch_must", "[program_text]") {
+  // ParseError: stage, op name and microbatch must all be present and non-negative
   for (const std::string bad : {"F0", "0F", "0F-1", "0Fx", "-1F0", "0SEND_F", "0SEND_X0",
                                 "0SEND_F0#", "0SEND_F0#x", "0SEND_F0#-2", "0F99999999999"}) {
     INFO(bad);
@@ -312,15 +317,16 @@ TEST_CASE("ParseError: stage, op name and microbatch must all be present and non
   }
 }
 
-TEST_CASE("ParseError: a stage whose compute ops appear on two ranks names the second rank's line",
-          "[program_text]") {
+TEST_CASE("program_text.stage_whose_compute_ops_appear", "[program_text]") {
+  // ParseError: a stage whose compute ops appear on two ranks names the second rank's line
   const ParseError e = parse_error_of("0F0,0B0\n0F1,0B1\n");
   CHECK(e.line() == 2);
   CHECK(e.column() >= 1);
   CHECK(std::string(e.what()).find("stage 0") != std::string::npos);
 }
 
-TEST_CASE("ParseError: empty text (or only comments) has no ranks", "[program_text]") {
+TEST_CASE("program_text.empty_text_only_comments_has", "[program_text]") {
+  // ParseError: empty text (or only comments) has no ranks
   for (const std::string text : {"", "\n\n", "# only a comment\n", "   \n"}) {
     INFO("text: '" << text << "'");
     const ParseError e = parse_error_of(text);
@@ -329,16 +335,16 @@ TEST_CASE("ParseError: empty text (or only comments) has no ranks", "[program_te
   }
 }
 
-TEST_CASE("ParseError: a stage below the largest that appears in no op cannot be placed",
-          "[program_text]") {
+TEST_CASE("program_text.stage_below_largest_appears_op", "[program_text]") {
+  // ParseError: a stage below the largest that appears in no op cannot be placed
   // Stage 0 is never mentioned; stage 1 is.
   CHECK_THROWS_AS(Program::parse("1F0,1B0\n"), ParseError);
   // A SEND_F from the last stage names no stage more: validation reports it as bad_comm.
   CHECK(Program::parse("0F0,0SEND_F0,0B0\n").stages() == 1);
 }
 
-TEST_CASE("tensor_of: SEND_F(s,m) and RECV_F(s+1,m) carry the activation stage s produces",
-          "[program_text]") {
+TEST_CASE("program_text.send_f_s_m_recv", "[program_text]") {
+  // tensor_of: SEND_F(s,m) and RECV_F(s+1,m) carry the activation stage s produces
   const Program p(3, make_placement(PlacementKind::loop, 5, 1));
   const Semantics sem(p);
   for (int s = 0; s < 4; ++s)
@@ -352,8 +358,8 @@ TEST_CASE("tensor_of: SEND_F(s,m) and RECV_F(s+1,m) carry the activation stage s
     }
 }
 
-TEST_CASE("tensor_of: SEND_B(s+1,m) and RECV_B(s,m) carry the gradient stage s+1 produces",
-          "[program_text]") {
+TEST_CASE("program_text.send_b_s_1_m", "[program_text]") {
+  // tensor_of: SEND_B(s+1,m) and RECV_B(s,m) carry the gradient stage s+1 produces
   const Program p(3, make_placement(PlacementKind::loop, 5, 1));
   const Semantics sem(p);
   for (int s = 0; s < 4; ++s)
@@ -369,8 +375,8 @@ TEST_CASE("tensor_of: SEND_B(s+1,m) and RECV_B(s,m) carry the gradient stage s+1
     }
 }
 
-TEST_CASE("peer_of: a comm op's peer is the rank of the neighbouring stage it names",
-          "[program_text]") {
+TEST_CASE("program_text.comm_op_s_peer_rank", "[program_text]") {
+  // peer_of: a comm op's peer is the rank of the neighbouring stage it names
   const Program p = Program::parse("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
   const Semantics sem(p);
   CHECK(sem.peer_of(p.ops(0)[1]) == 1);

@@ -9,7 +9,8 @@
 using ppsim::cli::Progress;
 using namespace std::chrono_literals;
 
-TEST_CASE("progress: draws done/total in place and erases itself", "[progress]") {
+TEST_CASE("progress.draws_done_total_place_erases", "[progress]") {
+  // progress: draws done/total in place and erases itself
   std::ostringstream out;
   {
     Progress p("simulating", 4, &out, 0s, 0s);
@@ -24,7 +25,8 @@ TEST_CASE("progress: draws done/total in place and erases itself", "[progress]")
   CHECK(out.str().ends_with("\r\x1b[K"));
 }
 
-TEST_CASE("progress: silent without a sink, before the delay, and cut to one line", "[progress]") {
+TEST_CASE("progress.silent_without_sink_before_delay", "[progress]") {
+  // progress: silent without a sink, before the delay, and cut to one line
   Progress none("simulating", 10, nullptr, 0s, 0s);
   none.update(5);
   CHECK_FALSE(none.drawn());
@@ -42,8 +44,8 @@ TEST_CASE("progress: silent without a sink, before the delay, and cut to one lin
   p.finish();
 }
 
-TEST_CASE("progress: redraws at most once per interval, also when the total is unknown",
-          "[progress]") {
+TEST_CASE("progress.redraws_most_once_per_interval", "[progress]") {
+  // progress: redraws at most once per interval, also when the total is unknown
   for (const std::size_t total : {std::size_t{0}, std::size_t{1000}}) {
     std::ostringstream out;
     Progress p("simulating", total, &out, 0s, 1h);

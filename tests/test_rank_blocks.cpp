@@ -79,7 +79,8 @@ void break_program(Program& p, std::mt19937& rng, int edits, bool mild) {
 
 }  // namespace
 
-TEST_CASE("rank_blocks: contiguous, non-empty blocks of about equal weight", "[rank_blocks]") {
+TEST_CASE("rank_blocks.contiguous_non_empty_blocks_about", "[rank_blocks]") {
+  // rank_blocks: contiguous, non-empty blocks of about equal weight
   std::mt19937 rng(3);
   for (int trial = 0; trial < 500; ++trial) {
     const int ranks = std::uniform_int_distribution<int>(0, 40)(rng);
@@ -111,8 +112,8 @@ TEST_CASE("rank_blocks: contiguous, non-empty blocks of about equal weight", "[r
   CHECK(base::rank_blocks(std::vector<std::size_t>(9, 5), 3) == std::vector<int>{0, 3, 6, 9});
 }
 
-TEST_CASE("blocks_for: a thread only for enough work, never inside another loop's work",
-          "[rank_blocks][threads]") {
+TEST_CASE("rank_blocks.thread_only_enough_work_never", "[rank_blocks][threads]") {
+  // blocks_for: a thread only for enough work, never inside another loop's work
   CHECK(base::blocks_for(10, 4) == 4);  // asked for
   CHECK(base::blocks_for(base::kMinWorkPerBlock - 1, 0) == 1);
   CHECK(base::blocks_for(base::kMinWorkPerBlock * 64, 0) == std::min(64u, base::default_jobs()));
@@ -123,8 +124,8 @@ TEST_CASE("blocks_for: a thread only for enough work, never inside another loop'
   for (unsigned n : inside) CHECK(n == 1);
 }
 
-TEST_CASE("for_rank_blocks: every block once, the lowest failing block's exception",
-          "[rank_blocks][threads]") {
+TEST_CASE("rank_blocks.block_once_lowest_failing_block", "[rank_blocks][threads]") {
+  // for_rank_blocks: every block once, the lowest failing block's exception
   const std::vector<int> bounds{0, 3, 5, 9, 12};
   std::vector<int> seen(12, 0);
   base::for_rank_blocks(bounds, [&](std::size_t, int first, int end) {
@@ -143,8 +144,8 @@ TEST_CASE("for_rank_blocks: every block once, the lowest failing block's excepti
   }
 }
 
-TEST_CASE("for_each_rank: every rank once on any worker count, the lowest failing rank's error",
-          "[rank_blocks][threads]") {
+TEST_CASE("rank_blocks.rank_once_any_worker_count", "[rank_blocks][threads]") {
+  // for_each_rank: every rank once on any worker count, the lowest failing rank's error
   for (int ranks : {0, 1, 5, 100}) {
     for (unsigned workers : {1u, 2u, 3u, 8u, 64u, 200u}) {
       INFO("ranks " << ranks << " workers " << workers);
@@ -175,8 +176,8 @@ TEST_CASE("for_each_rank: every rank once on any worker count, the lowest failin
   }
 }
 
-TEST_CASE("Lowering on several threads: the same program as on one, for every schedule and style",
-          "[rank_blocks][threads][lowering]") {
+TEST_CASE("rank_blocks.same_program_schedule_style", "[rank_blocks][threads][lowering]") {
+  // Lowering on several threads: the same program as on one, for every schedule and style
   int compared = 0;
   for (const auto& g : schedules::Registry::instance().all()) {
     for (const auto& params : g.test_params) {
@@ -203,8 +204,8 @@ TEST_CASE("Lowering on several threads: the same program as on one, for every sc
   CHECK(compared > 300);
 }
 
-TEST_CASE("Validation on several threads: the same diagnostics as on one, on broken programs",
-          "[rank_blocks][threads][validation]") {
+TEST_CASE("rank_blocks.same_diagnostics_broken_programs", "[rank_blocks][threads][validation]") {
+  // Validation on several threads: the same diagnostics as on one, on broken programs
   std::mt19937 rng(11);
   const auto& generators = schedules::Registry::instance().all();
   const auto& lowerings = test::all_lowerings();
@@ -234,9 +235,8 @@ TEST_CASE("Validation on several threads: the same diagnostics as on one, on bro
   CHECK(with_warnings > 20);
 }
 
-TEST_CASE(
-    "Validation on several threads: the cap of 1000 diagnostics falls where one thread's does",
-    "[rank_blocks][threads][validation]") {
+TEST_CASE("rank_blocks.cap_1000_diagnostics_falls_where", "[rank_blocks][threads][validation]") {
+  // Validation on several threads: the cap of 1000 diagnostics falls where one thread's does
   // No receives anywhere: every rank reports hundreds of missing_receive and unmatched_send.
   Program p = test::lowered("1f1b", 8, 256, 1, "blocking");
   for (int r = 0; r < p.ranks(); ++r) {

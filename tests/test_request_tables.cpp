@@ -37,8 +37,8 @@ std::string shift_ids(const std::string& text, long long offset) {
 
 }  // namespace
 
-TEST_CASE("validation: sparse request ids give the diagnostics of dense ones",
-          "[validation][request-tables]") {
+TEST_CASE("request_tables.sparse_request_ids_give_diagnostics", "[validation][request-tables]") {
+  // validation: sparse request ids give the diagnostics of dense ones
   const std::string rank1 = "1RECV_F0,1F0,1B0,1SEND_B0";
   const std::vector<std::string> programs = {
       "0F0,0SEND_F0#0,WAIT(0),0RECV_B0#1,WAIT(1),0B0\n" + rank1,  // clean
@@ -69,8 +69,8 @@ TEST_CASE("validation: sparse request ids give the diagnostics of dense ones",
   }
 }
 
-TEST_CASE("async lowering: microbatch ids far apart lower as compact ones",
-          "[lowering][request-tables]") {
+TEST_CASE("request_tables.microbatch_ids_far_apart_lower", "[lowering][request-tables]") {
+  // async lowering: microbatch ids far apart lower as compact ones
   // Two ranks, four microbatches in 1F1B order; the sparse copy numbers them 0, 10^7, 2*10^7,
   // 3*10^7 (its (chunk, microbatch) grid is far larger than its ops: the hash-map path).
   auto text = [](const std::vector<long long>& mb) {

@@ -37,7 +37,8 @@ double need(const config::Config& c, config::Workload w) {
 
 }  // namespace
 
-TEST_CASE("the op estimate is linear in ranks x chunks x microbatches", "[resources]") {
+TEST_CASE("resources.op_estimate_linear_ranks_x", "[resources]") {
+  // the op estimate is linear in ranks x chunks x microbatches
   const double one = config::estimate_ops(parse("1f1b", 4, 8)).ops;
   CHECK(one == 4 * 8 * config::kOpsPerStageMicrobatch);
   CHECK(config::estimate_ops(parse("1f1b", 4, 16)).ops == 2 * one);
@@ -47,7 +48,8 @@ TEST_CASE("the op estimate is linear in ranks x chunks x microbatches", "[resour
   CHECK(config::estimate_ops(parse("gpipe", 4, 8)).ops == one);
 }
 
-TEST_CASE("the op estimate bounds the lowered program of every schedule and style", "[resources]") {
+TEST_CASE("resources.op_estimate_bounds_lowered_program", "[resources]") {
+  // the op estimate bounds the lowered program of every schedule and style
   for (const std::string style : {"async", "async-send", "batched", "blocking"}) {
     for (const auto& [kind, V] : {std::pair{"1f1b", 1}, {"gpipe", 1}, {"interleaved-1f1b", 2}}) {
       const config::Config c = parse(kind, 4, 8, V, style);
@@ -60,7 +62,8 @@ TEST_CASE("the op estimate bounds the lowered program of every schedule and styl
   }
 }
 
-TEST_CASE("the memory needed is the documented bytes per op, per workload", "[resources]") {
+TEST_CASE("resources.memory_needed_documented_bytes_per", "[resources]") {
+  // the memory needed is the documented bytes per op, per workload
   // docs/LIMITS.md states these figures; change both together.
   CHECK(config::bytes_per_op(config::Workload::program) == 64);
   CHECK(config::bytes_per_op(config::Workload::run) == 80);
@@ -77,8 +80,8 @@ TEST_CASE("the memory needed is the documented bytes per op, per workload", "[re
                   config::ConfigError);
 }
 
-TEST_CASE("a config above --max-memory is refused naming the key that makes it big",
-          "[resources]") {
+TEST_CASE("resources.config_above_max_memory_refused", "[resources]") {
+  // a config above --max-memory is refused naming the key that makes it big
   const std::uint64_t limit = 64ull << 20;  // 64 MiB
   SECTION("microbatches") {
     const config::Config c = parse("1f1b", 4, 1'000'000);
@@ -132,7 +135,8 @@ TEST_CASE("a config above --max-memory is refused naming the key that makes it b
   }
 }
 
-TEST_CASE("the default limit is a fraction of this machine's memory", "[resources]") {
+TEST_CASE("resources.default_limit_fraction_this_machine", "[resources]") {
+  // the default limit is a fraction of this machine's memory
   const std::uint64_t d = config::default_max_memory();
   CHECK(d > 0);
   CHECK(d <= config::kDefaultMaxMemoryCap);
@@ -140,7 +144,8 @@ TEST_CASE("the default limit is a fraction of this machine's memory", "[resource
   CHECK(sim::AnalyzeOptions{}.max_memory == d);
 }
 
-TEST_CASE("max-memory values: bytes with binary suffixes", "[resources]") {
+TEST_CASE("resources.bytes_binary_suffixes", "[resources]") {
+  // max-memory values: bytes with binary suffixes
   CHECK(config::parse_bytes("0") == 0);
   CHECK(config::parse_bytes("1000") == 1000);
   CHECK(config::parse_bytes("512M") == 512ull << 20);
@@ -162,8 +167,8 @@ TEST_CASE("max-memory values: bytes with binary suffixes", "[resources]") {
   CHECK(base::human_bytes(100, 1) == "100 B");
 }
 
-TEST_CASE("the op estimate bounds every registered schedule under every comm style",
-          "[resources]") {
+TEST_CASE("resources.op_estimate_bounds_registered_schedule", "[resources]") {
+  // the op estimate bounds every registered schedule under every comm style
   // Each generator's own test parameters, plus many ranks and few microbatches (zbv plans
   // max(M, 2P-1) microbatches and drops the missing ones; dualpipe needs M >= 2P).
   for (const auto& g : schedules::Registry::instance().all()) {
@@ -193,8 +198,8 @@ TEST_CASE("the op estimate bounds every registered schedule under every comm sty
   }
 }
 
-TEST_CASE("parallel points: no more run at once than their estimates fit in --max-memory",
-          "[resources]") {
+TEST_CASE("resources.more_run_once_their_estimates", "[resources]") {
+  // parallel points: no more run at once than their estimates fit in --max-memory
   const std::vector<config::Config> points = {parse("1f1b", 4, 8), parse("1f1b", 64, 512)};
   const double big = need(points[1], config::Workload::run);
   auto jobs = [&](double limit, unsigned wanted) {

@@ -53,7 +53,8 @@ Program bidirectional(int P, int M) {
 
 }  // namespace
 
-TEST_CASE("Routes: next and previous stage depend on the microbatch", "[routes]") {
+TEST_CASE("routes.next_previous_stage_depend_microbatch", "[routes]") {
+  // Routes: next and previous stage depend on the microbatch
   const Routes r = two_way_routes();
   CHECK(r.next(0, 0) == 1);
   CHECK(r.next(1, 0) == Routes::kNone);
@@ -67,18 +68,17 @@ TEST_CASE("Routes: next and previous stage depend on the microbatch", "[routes]"
   CHECK(Routes(3, {{0, 1, 2}}) == Routes::linear(3));
 }
 
-TEST_CASE("Routes: a stage twice, a stage out of range, or a missing route is refused",
-          "[routes]") {
+TEST_CASE("routes.stage_twice_stage_out_range", "[routes]") {
+  // Routes: a stage twice, a stage out of range, or a missing route is refused
   CHECK_THROWS_AS(Routes(3, {{0, 1, 0}}), schedules::ParameterError);
   CHECK_THROWS_AS(Routes(3, {{0, 3}}), schedules::ParameterError);
   CHECK_THROWS_AS(Routes(3, {{0, 1}}, {0, 1}), schedules::ParameterError);
   CHECK_THROWS_AS(Routes(3, {}), schedules::ParameterError);
 }
 
-TEST_CASE(
-    "A hand-written bidirectional 2-rank program validates and simulates, each direction's "
-    "tensors cross the way its route says",
-    "[routes]") {
+TEST_CASE("routes.hand_written_bidirectional_2_rank", "[routes]") {
+  // A hand-written bidirectional 2-rank program validates and simulates, each direction's tensors
+  // cross the way its route says
   const Program p = Program::parse(kTwoWayAsync, two_way_routes());
   REQUIRE(p.stages() == 4);
   CHECK(p.rank_of(3) == 0);
@@ -111,8 +111,8 @@ TEST_CASE(
   for (const auto& m : r.per_rank) CHECK(m.sent_bytes == 20);
 }
 
-TEST_CASE("The blocking bidirectional program deadlocks: each rank sends first, to the other",
-          "[routes][deadlock]") {
+TEST_CASE("routes.blocking_bidirectional_program_deadlocks_rank", "[routes][deadlock]") {
+  // The blocking bidirectional program deadlocks: each rank sends first, to the other
   const Program p = Program::parse(kTwoWayBlocking, two_way_routes());
   CHECK(schedules::validate(p).empty());
   const auto r = sim::simulate(p, test::uniform(4, 1, 2));
@@ -126,11 +126,9 @@ TEST_CASE("The blocking bidirectional program deadlocks: each rank sends first, 
   CHECK(c[1].peer == 0);
 }
 
-TEST_CASE(
-    "A generated bidirectional 4-rank program lowers with every comm style to clean "
-    "programs, under async it runs and moves 2(P-1) tensors per microbatch, each the way "
-    "its route goes",
-    "[routes][lowering]") {
+TEST_CASE("routes.generated_bidirectional_4_rank_program", "[routes][lowering]") {
+  // A generated bidirectional 4-rank program lowers with every comm style to clean programs, under
+  // async it runs and moves 2(P-1) tensors per microbatch, each the way its route goes
   for (int P : {2, 4}) {
     const int M = 4;
     const Program compute = bidirectional(P, M);
@@ -159,8 +157,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("A custom config with routes: schedule.routes is read, checked and used",
-          "[routes][config]") {
+TEST_CASE("routes.schedule_routes_read_checked_used", "[routes][config]") {
+  // A custom config with routes: schedule.routes is read, checked and used
   nlohmann::json j = {
       {"schedule",
        {{"kind", "custom"},

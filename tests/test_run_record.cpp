@@ -52,8 +52,8 @@ void check_same_metrics(const schedules::Program& p, const sim::SimOptions& o) {
 
 }  // namespace
 
-TEST_CASE("compute_metrics(trace) equals the engine's accumulators on every bundled config",
-          "[run_record][golden]") {
+TEST_CASE("run_record.compute_metrics_trace_equals_engine", "[run_record][golden]") {
+  // compute_metrics(trace) equals the engine's accumulators on every bundled config
   const fs::path root = PPSIM_SOURCE_DIR;
   int configs = 0;
   for (const auto& e : fs::directory_iterator(root / "configs")) {
@@ -72,10 +72,9 @@ TEST_CASE("compute_metrics(trace) equals the engine's accumulators on every bund
   CHECK(configs >= 6);
 }
 
-TEST_CASE(
-    "compute_metrics(trace) equals the engine's accumulators on random programs "
-    "(random schedules, styles, costs, networks, memory, ops swapped or dropped)",
-    "[run_record][property]") {
+TEST_CASE("run_record.compute_metrics_trace_equals_engine_2", "[run_record][property]") {
+  // compute_metrics(trace) equals the engine's accumulators on random programs (random schedules,
+  // styles, costs, networks, memory, ops swapped or dropped)
   std::mt19937 rng(5);
   int run = 0, deadlocked = 0;
   while (run < 300) {
@@ -90,7 +89,8 @@ TEST_CASE(
   CHECK(deadlocked < 290);
 }
 
-TEST_CASE("A stuck rank's timeline records the op it blocked in and when", "[run_record]") {
+TEST_CASE("run_record.stuck_rank_s_timeline_records", "[run_record]") {
+  // A stuck rank's timeline records the op it blocked in and when
   const auto p = test::lowered("1f1b", 4, 8, 1, "blocking");
   record::Trace trace;
   record::TraceRecorder recorder(trace);
@@ -133,8 +133,8 @@ class Counting : public record::Observer {
 };
 }  // namespace
 
-TEST_CASE("Observers: several sinks at once see every event, in the contract's order",
-          "[run_record][observer]") {
+TEST_CASE("run_record.several_sinks_once_see_event", "[run_record][observer]") {
+  // Observers: several sinks at once see every event, in the contract's order
   const auto p = test::lowered("interleaved-1f1b", 4, 8, 2, "async");
   Counting a, b;
   record::Trace trace;
@@ -153,10 +153,10 @@ TEST_CASE("Observers: several sinks at once see every event, in the contract's o
   CHECK(none.get() == nullptr);  // producers keep their fast path
 }
 
-TEST_CASE(
-    "TraceRecorder under a concurrent producer: one thread per rank, no locks, every "
-    "event kept in per-rank order",
-    "[run_record][observer][threads]") {
+TEST_CASE("run_record.tracerecorder_under_concurrent_producer_thread",
+          "[run_record][observer][threads]") {
+  // TraceRecorder under a concurrent producer: one thread per rank, no locks, every event kept in
+  // per-rank order
   constexpr int kRanks = 8, kEvents = 2000;
   record::Trace trace;
   record::TraceRecorder recorder(trace);
@@ -182,10 +182,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "One tie rule: transfers ready at the same instant on one link go in the sender's "
-    "post order",
-    "[sim][links]") {
+TEST_CASE("run_record.transfers_ready_same_instant_link", "[sim][links]") {
+  // One tie rule: transfers ready at the same instant on one link go in the sender's post order
   // Rank 0 posts microbatch 1's send before microbatch 0's; rank 1 posted both receives earlier,
   // in the other order. Both transfers become ready at t = 2 on link 0 -> 1: the one rank 0
   // posted first (microbatch 1) goes first.
@@ -207,10 +205,9 @@ TEST_CASE(
   CHECK(forward[1] == std::pair<double, int>{3.0, 0});
 }
 
-TEST_CASE(
-    "Tie rule: two receives posted at one instant in the reverse of the sender's post "
-    "order still get their transfers in the sender's post order",
-    "[sim][links]") {
+TEST_CASE("run_record.two_receives_posted_instant_reverse", "[sim][links]") {
+  // Tie rule: two receives posted at one instant in the reverse of the sender's post order still
+  // get their transfers in the sender's post order
   // Microbatches 0 and 2 run stages 0 (rank 0) -> 1 (rank 1); microbatch 1 runs stages 2 (rank 1)
   // -> 3 (rank 0). Rank 0 posts its sends of microbatch 2 then 0 at t = 2; rank 1 is busy in 2F1
   // until t = 5 and then posts the receives for 0 then 2. Both transfers are ready at t = 5:
@@ -244,8 +241,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("A config section owned by another library plugs in without touching the simulator",
-          "[config][sections]") {
+TEST_CASE("run_record.config_section_owned_another_library", "[config][sections]") {
+  // A config section owned by another library plugs in without touching the simulator
   config::SectionRegistry::instance().add(
       {"example_executor", "settings of a test-only section", [](config::Reader& r) {
          r.integer("threads", 1, 1);

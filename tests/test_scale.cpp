@@ -10,8 +10,8 @@
 
 using namespace ppsim;
 
-TEST_CASE("Blocking 1F1B on 50,000 ranks: one cycle between the last two ranks, the rest waiting",
-          "[scale][deadlock]") {
+TEST_CASE("scale.blocking_1f1b_50_000_ranks", "[scale][deadlock]") {
+  // Blocking 1F1B on 50,000 ranks: one cycle between the last two ranks, the rest waiting
   const int P = 50000;
   auto o = test::uniform(P, 1, 2);
   o.network.boundary_bytes = 1 << 20;
@@ -41,8 +41,8 @@ TEST_CASE("Blocking 1F1B on 50,000 ranks: one cycle between the last two ranks, 
                            0) == 0);
 }
 
-TEST_CASE("300 independent deadlocked pairs: 256 cycles listed, the report says 44 more",
-          "[scale][deadlock]") {
+TEST_CASE("scale.300_independent_deadlocked_pairs_256", "[scale][deadlock]") {
+  // 300 independent deadlocked pairs: 256 cycles listed, the report says 44 more
   // Rank 2k blocks sending stage 2k's activation to rank 2k+1, which blocks sending its gradient
   // back: 300 two-rank cycles, one strongly connected component each.
   const int pairs = 300;
@@ -84,8 +84,8 @@ TEST_CASE("300 independent deadlocked pairs: 256 cycles listed, the report says 
   CHECK_FALSE(viz::to_json(record::Deadlock{}).contains("cycles_total"));
 }
 
-TEST_CASE("A program with microbatch id 10^8 is validated and simulated by the cells it touches",
-          "[scale][validation]") {
+TEST_CASE("scale.program_microbatch_id_10_8", "[scale][validation]") {
+  // A program with microbatch id 10^8 is validated and simulated by the cells it touches
   const auto prog = schedules::Program::parse("0F100000000,0B100000000");
   REQUIRE(prog.microbatches() == 100000001);
   const auto diags = schedules::validate(prog);
@@ -109,7 +109,8 @@ TEST_CASE("A program with microbatch id 10^8 is validated and simulated by the c
   CHECK(r.per_rank[0].peak_inflight == 1);
 }
 
-TEST_CASE("Sparse cells across ranks: send and receive of microbatch 10^8 match", "[scale]") {
+TEST_CASE("scale.send_receive_microbatch_10_8", "[scale]") {
+  // Sparse cells across ranks: send and receive of microbatch 10^8 match
   const auto prog = schedules::Program::parse(
       "0F100000000,0SEND_F100000000,0RECV_B100000000,0B100000000\n"
       "1RECV_F100000000,1F100000000,1B100000000,1SEND_B100000000\n");
@@ -159,7 +160,8 @@ schedules::Program wide_wait(int n) {
 }
 }  // namespace
 
-TEST_CASE("A WAIT on 65,535 requests completes when its last request does", "[scale][wait]") {
+TEST_CASE("scale.wait_65_535_requests_completes", "[scale][wait]") {
+  // A WAIT on 65,535 requests completes when its last request does
   const int n = 65535;
   const auto prog = wide_wait(n);
   CHECK(schedules::validate(prog).empty());
@@ -176,8 +178,8 @@ TEST_CASE("A WAIT on 65,535 requests completes when its last request does", "[sc
   CHECK(r.endpoint_records >= 2 * static_cast<std::size_t>(n));
 }
 
-TEST_CASE("Diagnostics on a WAIT of 65,535 ids name it by its first ids and its count",
-          "[scale][wait][validation]") {
+TEST_CASE("scale.diagnostics_wait_65_535_ids", "[scale][wait][validation]") {
+  // Diagnostics on a WAIT of 65,535 ids name it by its first ids and its count
   std::string ids;
   for (int i = 0; i < 65535; ++i) {
     if (i) ids += ';';
@@ -193,10 +195,8 @@ TEST_CASE("Diagnostics on a WAIT of 65,535 ids name it by its first ids and its 
   CHECK(diags[1000].message == "64535 more diagnostics were not listed");
 }
 
-TEST_CASE(
-    "Engine memory follows the comm ops in flight: 1F1B holds as many records at M=2048 as "
-    "at M=64",
-    "[scale][memory]") {
+TEST_CASE("scale.engine_memory_follows_comm_ops", "[scale][memory]") {
+  // Engine memory follows the comm ops in flight: 1F1B holds as many records at M=2048 as at M=64
   // Under mpi semantics a comm op's record is reused once its rank is past it, its buffer is
   // released and its transfer has started; 1F1B keeps at most P-r activations in flight per rank.
   const int P = 8;
@@ -221,8 +221,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("Under nccl semantics the engine keeps every comm op's record (its streams name them)",
-          "[scale][memory][nccl]") {
+TEST_CASE("scale.under_nccl_semantics_engine_keeps", "[scale][memory][nccl]") {
+  // Under nccl semantics the engine keeps every comm op's record (its streams name them)
   auto o = test::uniform(4, 1, 2);
   o.network.semantics = model::P2pSemantics::nccl;
   o.network.matching = model::Matching::fifo;

@@ -45,7 +45,8 @@ real::Settings settings(const json& section) {
                               Contains(expected_));                                         \
   } while (false)
 
-TEST_CASE("parse_duration: s, ms, us, ns and a bare 0, in seconds", "[settings]") {
+TEST_CASE("settings.s_ms_us_ns_bare", "[settings]") {
+  // parse_duration: s, ms, us, ns and a bare 0, in seconds
   CHECK(real::parse_duration("1ms") == Approx(1e-3));
   CHECK(real::parse_duration("250us") == Approx(250e-6));
   CHECK(real::parse_duration("0.5s") == Approx(0.5));
@@ -55,7 +56,8 @@ TEST_CASE("parse_duration: s, ms, us, ns and a bare 0, in seconds", "[settings]"
   CHECK(real::parse_duration("0ms") == 0);
 }
 
-TEST_CASE("parse_duration refuses what is not a non-negative number with a unit", "[settings]") {
+TEST_CASE("settings.parse_duration_refuses_what_non", "[settings]") {
+  // parse_duration refuses what is not a non-negative number with a unit
   for (const std::string bad :
        {"", "1", "ms", "-1ms", "1 ms", " 1ms", "1ms ", "nanms", "infs", "1e999s", "1msx", "1.2.3ms",
         "0x10ms", "1m", "1h", "1MS", "+1ms", ".5s", "00"}) {
@@ -65,14 +67,16 @@ TEST_CASE("parse_duration refuses what is not a non-negative number with a unit"
   }
 }
 
-TEST_CASE("parse_time_scale: at most 10 s of wall clock per time unit", "[settings]") {
+TEST_CASE("settings.most_10_s_wall_clock", "[settings]") {
+  // parse_time_scale: at most 10 s of wall clock per time unit
   CHECK(real::parse_time_scale("10s") == Approx(10.0));
   CHECK(real::parse_time_scale("0") == 0);
   const auto e = error_of<std::invalid_argument>([] { real::parse_time_scale("10.5s"); });
   CHECK_THAT(e.what(), Contains("at most 10 s"));
 }
 
-TEST_CASE("no real section: the documented defaults", "[settings]") {
+TEST_CASE("settings.documented_defaults", "[settings]") {
+  // no real section: the documented defaults
   real::register_settings_section();
   const auto s = real::settings_of(config::parse_config(
       json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}})"), kSource));
@@ -89,7 +93,8 @@ TEST_CASE("no real section: the documented defaults", "[settings]") {
   CHECK(empty.iterations == s.iterations);
 }
 
-TEST_CASE("every key of the real section is read", "[settings]") {
+TEST_CASE("settings.key_real_section_read", "[settings]") {
+  // every key of the real section is read
   const auto s = settings({{"backend", "host"},
                            {"compute", "emulated"},
                            {"time_scale", "250us"},
@@ -118,13 +123,15 @@ TEST_CASE("every key of the real section is read", "[settings]") {
   CHECK(settings({{"time_scale", "0"}}).time_scale == 0);
 }
 
-TEST_CASE("register_settings_section is idempotent", "[settings]") {
+TEST_CASE("settings.register_settings_section_idempotent", "[settings]") {
+  // register_settings_section is idempotent
   real::register_settings_section();
   real::register_settings_section();
   CHECK(settings({{"iterations", 3}}).iterations == 3);
 }
 
-TEST_CASE("bad values in the real section name the file and the key", "[settings]") {
+TEST_CASE("settings.bad_values_real_section_name", "[settings]") {
+  // bad values in the real section name the file and the key
   CHECK_REAL_ERROR(json({{"backend", "carrier-pigeon"}}), "backend", "unknown backend");
   CHECK_REAL_ERROR(json({{"backend", 3}}), "backend", "expected a string");
   CHECK_REAL_ERROR(json({{"compute", "abacus"}}), "compute", "unknown compute");
@@ -148,14 +155,16 @@ TEST_CASE("bad values in the real section name the file and the key", "[settings
   CHECK_REAL_ERROR(json({{"hang_timout", 2}}), "hang_timout", "unknown key");
 }
 
-TEST_CASE("a real section that is not an object is an error naming it", "[settings]") {
+TEST_CASE("settings.real_section_object_error_naming", "[settings]") {
+  // a real section that is not an object is an error naming it
   real::register_settings_section();
   const auto e = error_of([] { (void)config::parse_config(with_real(json(5)), kSource); });
   CHECK(e.key() == "real");
   CHECK_THAT(e.what(), Contains("expected an object"));
 }
 
-TEST_CASE("a bad real value from --set is blamed on the flag", "[settings]") {
+TEST_CASE("settings.bad_real_value_set_blamed", "[settings]") {
+  // a bad real value from --set is blamed on the flag
   real::register_settings_section();
   json j = with_real(json::object());
   const std::string assignment = "real.iterations=0";

@@ -133,7 +133,8 @@ int rec_microbatch(const record::RunRecord& rec, int rank, int pos) {
 
 }  // namespace
 
-TEST_CASE("svg timeline: well-formed, one box per compute op, one row per rank", "[svg]") {
+TEST_CASE("svg_timeline.well_formed_box_per_compute", "[svg]") {
+  // svg timeline: well-formed, one box per compute op, one row per rank
   for (const std::string kind : {"gpipe", "1f1b"}) {
     const auto rec = simulate(kind, 4, 8);
     const Svg svg = parse(draw(rec));
@@ -153,7 +154,8 @@ TEST_CASE("svg timeline: well-formed, one box per compute op, one row per rank",
   }
 }
 
-TEST_CASE("svg timeline: x = x0 + start * scale and width = duration * scale", "[svg]") {
+TEST_CASE("svg_timeline.x_x0_start_scale_width", "[svg]") {
+  // svg timeline: x = x0 + start * scale and width = duration * scale
   const auto rec = simulate("1f1b", 4, 8);
   const double makespan = rec.metrics->makespan;
   for (const double time_end : {-1.0, 2 * makespan}) {
@@ -184,7 +186,8 @@ TEST_CASE("svg timeline: x = x0 + start * scale and width = duration * scale", "
   }
 }
 
-TEST_CASE("svg timeline: fills are the palette colour of the kind, chunks as shades", "[svg]") {
+TEST_CASE("svg_timeline.fills_palette_colour_kind_chunks", "[svg]") {
+  // svg timeline: fills are the palette colour of the kind, chunks as shades
   // Interleaved 1F1B, V = 2: F and B of chunk 0 and chunk 1 are four different fills.
   const auto rec = simulate("interleaved-1f1b", 4, 8, 2);
   const Svg svg = parse(draw(rec, {.interactive = true, .id_prefix = ""}));
@@ -216,7 +219,8 @@ TEST_CASE("svg timeline: fills are the palette colour of the kind, chunks as sha
   CHECK(got == want);
 }
 
-TEST_CASE("svg timeline: names with <&\"> are escaped, the origin is labelled", "[svg]") {
+TEST_CASE("svg_timeline.names_escaped_origin_labelled", "[svg]") {
+  // svg timeline: names with <&"> are escaped, the origin is labelled
   auto rec = simulate(base_config("a <b> & \"c\" 'd'", "1f1b", 2, 2, 1, "async"));
   for (const std::string origin : {"simulated", "measured"}) {
     rec.trace->origin = origin;
@@ -232,7 +236,8 @@ TEST_CASE("svg timeline: names with <&\"> are escaped, the origin is labelled", 
   }
 }
 
-TEST_CASE("svg timeline: control characters in a name leave the XML well-formed", "[svg]") {
+TEST_CASE("svg_timeline.control_characters_name_leave_xml", "[svg]") {
+  // svg timeline: control characters in a name leave the XML well-formed
   // Control characters and bytes that are not UTF-8 (here a lone 0xff) become U+FFFD, as in the
   // JUnit report (base/escape.hpp): the document stays well-formed UTF-8.
   const auto rec = simulate(base_config("bell\x07 tab\t esc\x1b \xff", "gpipe", 2, 2, 1, "async"));
@@ -241,7 +246,8 @@ TEST_CASE("svg timeline: control characters in a name leave the XML well-formed"
       "bell\xEF\xBF\xBD tab\t esc\xEF\xBF\xBD \xEF\xBF\xBD"));
 }
 
-TEST_CASE("svg timeline: fragment for HTML, unique ids per prefix, no trace is an error", "[svg]") {
+TEST_CASE("svg_timeline.fragment_html_unique_ids_per", "[svg]") {
+  // svg timeline: fragment for HTML, unique ids per prefix, no trace is an error
   const auto rec = simulate("gpipe", 2, 2);
   const std::string a = draw(rec, {.id_prefix = "t1-"}, true);
   CHECK(a.starts_with("<svg "));
@@ -257,7 +263,8 @@ TEST_CASE("svg timeline: fragment for HTML, unique ids per prefix, no trace is a
   CHECK_THROWS_AS(viz::write_svg_timeline(out, bare), std::invalid_argument);
 }
 
-TEST_CASE("svg timeline: hover says what the op waited for", "[svg]") {
+TEST_CASE("svg_timeline.hover_says_what_op_waited", "[svg]") {
+  // svg timeline: hover says what the op waited for
   // Blocking 1F1B with eager sends: rank 1's first forward waits in RECV_F for rank 0's F.
   json j = base_config("wait", "1f1b", 2, 2, 1, "blocking");
   j["comm"]["eager_limit"] = 1 << 20;
@@ -274,7 +281,8 @@ TEST_CASE("svg timeline: hover says what the op waited for", "[svg]") {
   CHECK(found);
 }
 
-TEST_CASE("svg timeline: a deadlocked run shows the stuck ops and the cycle", "[svg]") {
+TEST_CASE("svg_timeline.deadlocked_run_shows_stuck_ops", "[svg]") {
+  // svg timeline: a deadlocked run shows the stuck ops and the cycle
   const auto rec = simulate("1f1b", 4, 8, 1, "blocking");
   REQUIRE(rec.deadlock);
   REQUIRE(!rec.deadlock->cycles.empty());
@@ -307,8 +315,8 @@ TEST_CASE("svg timeline: a deadlocked run shows the stuck ops and the cycle", "[
   CHECK(svg.all("rect", "op").size() == compute_spans(*rec.trace));
 }
 
-TEST_CASE("svg timeline: a long cycle wraps to the drawing's width, every op still named",
-          "[svg]") {
+TEST_CASE("svg_timeline.long_cycle_wraps_drawing_s", "[svg]") {
+  // svg timeline: a long cycle wraps to the drawing's width, every op still named
   // A 4-rank ring under nccl: each edge also names the kernel its op is queued behind.
   const auto rec = sim::analyze(
       config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/hangs/paddlefleet-2080.json"),
@@ -337,7 +345,8 @@ TEST_CASE("svg timeline: a long cycle wraps to the drawing's width, every op sti
   }
 }
 
-TEST_CASE("svg timeline: 32 ranks x 256 microbatches merge into a small file", "[svg][scale]") {
+TEST_CASE("svg_timeline.32_ranks_x_256_microbatches", "[svg][scale]") {
+  // svg timeline: 32 ranks x 256 microbatches merge into a small file
   const auto rec = simulate("1f1b", 32, 256);
   const std::string text = draw(rec);
   CHECK(text.size() < 2'000'000);
@@ -374,7 +383,8 @@ TEST_CASE("svg timeline: 32 ranks x 256 microbatches merge into a small file", "
   }
 }
 
-TEST_CASE("svg timeline: sub-pixel boxes merge into runs that cover every op once", "[svg]") {
+TEST_CASE("svg_timeline.sub_pixel_boxes_merge_into", "[svg]") {
+  // svg timeline: sub-pixel boxes merge into runs that cover every op once
   // 8 x 256 GPipe at 320 px: a forward is about 0.3 px wide, so the rows are merged runs.
   const auto rec = simulate("gpipe", 8, 256);
   const Svg wide = parse(draw(rec, {.width = 8000, .interactive = false, .id_prefix = ""}));
@@ -397,7 +407,8 @@ TEST_CASE("svg timeline: sub-pixel boxes merge into runs that cover every op onc
   CHECK(fills.count(viz::kind_color(schedules::OpKind::B)) == 1);
 }
 
-TEST_CASE("svg timeline: overlapped F&B in its own colour, the second route hatched", "[svg]") {
+TEST_CASE("svg_timeline.overlapped_f_b_own_colour", "[svg]") {
+  // svg timeline: overlapped F&B in its own colour, the second route hatched
   // One rank: F1 and B0 run together as one composite op, labelled with both microbatches.
   const auto overlap =
       simulate(json{{"name", "overlap"},

@@ -19,8 +19,8 @@ config::Config base_config() {
 }
 }  // namespace
 
-TEST_CASE("Sweep: one config per (schedule, M, V), chunks only for schedules that take them",
-          "[sweep]") {
+TEST_CASE("sweep.config_per_schedule_m_v", "[sweep]") {
+  // Sweep: one config per (schedule, M, V), chunks only for schedules that take them
   const auto configs =
       config::sweep(base_config(), {{"gpipe", "1f1b", "interleaved-1f1b"}, {8, 16}, {2, 3}});
   REQUIRE(configs.size() == 2 + 2 + 2 * 2);
@@ -30,10 +30,9 @@ TEST_CASE("Sweep: one config per (schedule, M, V), chunks only for schedules tha
   CHECK(config::prepare(configs.back()).program->chunks() == 3);
 }
 
-TEST_CASE(
-    "Sweep over chunks keeps per-rank work and memory: costs and bytes scale by V0/V, so "
-    "interleaved bubble_vs_ideal = (P-1)/(V*M) against the same ideal as 1F1B",
-    "[sweep]") {
+TEST_CASE("sweep.sweep_over_chunks_keeps_per", "[sweep]") {
+  // Sweep over chunks keeps per-rank work and memory: costs and bytes scale by V0/V, so
+  // interleaved bubble_vs_ideal = (P-1)/(V*M) against the same ideal as 1F1B
   const auto configs = config::sweep(base_config(), {{"1f1b", "interleaved-1f1b"}, {8}, {2, 4}});
   REQUIRE(configs.size() == 3);
   const auto one = sim::analyze(configs[0]);
@@ -55,7 +54,8 @@ TEST_CASE(
   CHECK(one.metrics->bubble_vs_ideal == Approx(3.0 / 8));
 }
 
-TEST_CASE("Sweep refuses what it cannot remap", "[sweep]") {
+TEST_CASE("sweep.sweep_refuses_what_cannot_remap", "[sweep]") {
+  // Sweep refuses what it cannot remap
   auto j = base_config().raw;
   j["costs"]["per_stage"] = {{"1", {{"forward", 3.0}}}};
   const auto with_overrides = config::parse_config(j, "base.json");

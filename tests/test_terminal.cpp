@@ -33,7 +33,8 @@ class ScopedEnv {
 
 }  // namespace
 
-TEST_CASE("terminal width: $COLUMNS, else the terminal, else the fallback", "[terminal]") {
+TEST_CASE("terminal.columns_else_terminal_else_fallback", "[terminal]") {
+  // terminal width: $COLUMNS, else the terminal, else the fallback
   const int not_a_tty = -1;  // no descriptor: TIOCGWINSZ fails
   {
     ScopedEnv env("COLUMNS", "73");
@@ -48,7 +49,8 @@ TEST_CASE("terminal width: $COLUMNS, else the terminal, else the fallback", "[te
   CHECK(ppsim::cli::terminal_width(not_a_tty, 100) == 100);
 }
 
-TEST_CASE("colours: never when not a terminal or when turned off", "[terminal]") {
+TEST_CASE("terminal.never_when_terminal_when_turned", "[terminal]") {
+  // colours: never when not a terminal or when turned off
   CHECK_FALSE(ppsim::cli::is_terminal(-1));
   CHECK_FALSE(ppsim::cli::color_wanted(-1, false));
   CHECK_FALSE(ppsim::cli::color_wanted(-1, true));

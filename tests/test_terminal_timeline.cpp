@@ -44,7 +44,8 @@ std::string bar(const std::vector<std::string>& lines, int r) {
 
 }  // namespace
 
-TEST_CASE("terminal timeline: one line per rank, exactly the width asked for", "[terminal]") {
+TEST_CASE("terminal_timeline.line_per_rank_exactly_width", "[terminal]") {
+  // terminal timeline: one line per rank, exactly the width asked for
   const auto rec = simulate("1f1b", 4, 8, "async", false);
   for (const int width : {40, 100, 173}) {
     const std::string text = viz::terminal_timeline(rec, {.width = width, .color = false});
@@ -60,8 +61,8 @@ TEST_CASE("terminal timeline: one line per rank, exactly the width asked for", "
   }
 }
 
-TEST_CASE("terminal timeline: GPipe, free comm: rank r starts after r forwards, busy = 1 - bubble",
-          "[terminal]") {
+TEST_CASE("terminal_timeline.gpipe_free_comm_rank_r", "[terminal]") {
+  // terminal timeline: GPipe, free comm: rank r starts after r forwards, busy = 1 - bubble
   // Makespan (M + P - 1) (f + b) = 11 * 3 = 33; rank r's first F starts at t = r.
   const int P = 4, M = 8;
   const auto rec = simulate("gpipe", P, M, "async", true);
@@ -89,7 +90,8 @@ TEST_CASE("terminal timeline: GPipe, free comm: rank r starts after r forwards, 
   CHECK(rec.metrics->bubble_fraction == Approx(3.0 / 11));
 }
 
-TEST_CASE("terminal timeline: ANSI colours only when asked", "[terminal]") {
+TEST_CASE("terminal_timeline.ansi_colours_only_when_asked", "[terminal]") {
+  // terminal timeline: ANSI colours only when asked
   const auto rec = simulate("1f1b", 2, 4, "async", false);
   const std::string coloured = viz::terminal_timeline(rec, {.width = 80, .color = true});
   CHECK(coloured.find("\x1b[44;97mF") != std::string::npos);  // F on blue
@@ -109,7 +111,8 @@ TEST_CASE("terminal timeline: ANSI colours only when asked", "[terminal]") {
   CHECK(stripped == viz::terminal_timeline(rec, {.width = 80, .color = false}));
 }
 
-TEST_CASE("terminal timeline: a deadlock marks where each rank blocked for good", "[terminal]") {
+TEST_CASE("terminal_timeline.deadlock_marks_where_rank_blocked", "[terminal]") {
+  // terminal timeline: a deadlock marks where each rank blocked for good
   const auto rec = simulate("1f1b", 4, 8, "blocking", false);
   REQUIRE(rec.deadlock);
   const auto lines = lines_of(viz::terminal_timeline(rec, {.width = 100}));
@@ -126,7 +129,8 @@ TEST_CASE("terminal timeline: a deadlock marks where each rank blocked for good"
   CHECK(lines[0].find("DEADLOCK") != std::string::npos);
 }
 
-TEST_CASE("terminal timeline: a measured run is labelled, no trace is an error", "[terminal]") {
+TEST_CASE("terminal_timeline.measured_run_labelled_trace_error", "[terminal]") {
+  // terminal timeline: a measured run is labelled, no trace is an error
   auto rec = simulate("gpipe", 2, 2, "async", false);
   rec.trace->origin = "measured";
   CHECK(lines_of(viz::terminal_timeline(rec))[0].find("measured") != std::string::npos);
@@ -134,8 +138,8 @@ TEST_CASE("terminal timeline: a measured run is labelled, no trace is an error",
   CHECK_THROWS_AS(viz::terminal_timeline(rec), std::invalid_argument);
 }
 
-TEST_CASE("terminal timeline: the header names the point-to-point model when it is NCCL's",
-          "[terminal]") {
+TEST_CASE("terminal_timeline.header_names_point_point_model", "[terminal]") {
+  // terminal timeline: the header names the point-to-point model when it is NCCL's
   json j = {{"name", "term-nccl"},
             {"schedule", {{"kind", "1f1b"}, {"ranks", 2}, {"microbatches", 2}}},
             {"costs", {{"forward", 1.0}, {"backward", 2.0}}},

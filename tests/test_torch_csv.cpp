@@ -65,7 +65,8 @@ const std::string kVectorOut =
 
 }  // namespace
 
-TEST_CASE("torch csv: PyTorch's artifacts read and write back byte for byte", "[torch]") {
+TEST_CASE("torch_csv.pytorch_s_artifacts_read_write", "[torch]") {
+  // torch csv: PyTorch's artifacts read and write back byte for byte
   for (const char* name : {"zb1p_2rank_2stagep_compute.csv", "zb1p_2rank_2stagep_comms.csv",
                            "dualpipev_4rank_10mb.csv"}) {
     INFO(name);
@@ -94,7 +95,8 @@ TEST_CASE("torch csv: PyTorch's artifacts read and write back byte for byte", "[
   CHECK(comms.form == TorchCsvForm::compute_comms);
 }
 
-TEST_CASE("torch lowering: PyTorch's _add_send_recv test vector", "[torch]") {
+TEST_CASE("torch_csv.pytorch_s_add_send_recv", "[torch]") {
+  // torch lowering: PyTorch's _add_send_recv test vector
   const auto csv = schedules::parse_torch_csv(kVectorIn);
   const Program lowered = torch_lowered(csv);
   CHECK(csv_of(lowered) == kVectorOut);
@@ -127,7 +129,8 @@ TEST_CASE("torch lowering: PyTorch's _add_send_recv test vector", "[torch]") {
         "1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
 }
 
-TEST_CASE("torch lowering: zb1p compute artifact lowers to the comms artifact", "[torch]") {
+TEST_CASE("torch_csv.zb1p_compute_artifact_lowers_comms", "[torch]") {
+  // torch lowering: zb1p compute artifact lowers to the comms artifact
   const auto compute = schedules::parse_torch_csv(slurp("zb1p_2rank_2stagep_compute.csv"));
   // PyTorch's test merges each I directly followed by its W into a B first (_merge_bw).
   const Program lowered = torch_lowered(compute, /*merge_bw=*/true);
@@ -141,7 +144,8 @@ TEST_CASE("torch lowering: zb1p compute artifact lowers to the comms artifact", 
   CHECK(schedules::torch_runtime(comms.program).to_text() == lowered.to_text());
 }
 
-TEST_CASE("torch lowering: DualPipeV artifact, overlapped pairs and same-rank stages", "[torch]") {
+TEST_CASE("torch_csv.dualpipev_artifact_overlapped_pairs_same", "[torch]") {
+  // torch lowering: DualPipeV artifact, overlapped pairs and same-rank stages
   const auto dv = schedules::parse_torch_csv(slurp("dualpipev_4rank_10mb.csv"));
   const Program lowered = torch_lowered(dv);
   CHECK(unexpected(schedules::validate(lowered)).empty());
@@ -156,7 +160,8 @@ TEST_CASE("torch lowering: DualPipeV artifact, overlapped pairs and same-rank st
   CHECK(rows.find("(0F7;7B3)OVERLAP_F_B,0SEND_F7,7SEND_B3") != std::string::npos);
 }
 
-TEST_CASE("torch lowering: a schedule no order can lower is an error naming the ranks", "[torch]") {
+TEST_CASE("torch_csv.schedule_order_can_lower_error", "[torch]") {
+  // torch lowering: a schedule no order can lower is an error naming the ranks
   const auto csv = schedules::parse_torch_csv("0B0,0F0\n1F0,1B0\n");
   try {
     (void)torch_lowered(csv);
@@ -166,7 +171,8 @@ TEST_CASE("torch lowering: a schedule no order can lower is an error naming the 
   }
 }
 
-TEST_CASE("torch csv: round trips over every generator and comm style", "[torch]") {
+TEST_CASE("torch_csv.round_trips_over_generator_comm", "[torch]") {
+  // torch csv: round trips over every generator and comm style
   for (const auto& g : schedules::Registry::instance().all()) {
     for (const auto& params : g.test_params) {
       const Program compute = schedules::generate(g.name, params);
@@ -198,7 +204,8 @@ TEST_CASE("torch csv: round trips over every generator and comm style", "[torch]
   }
 }
 
-TEST_CASE("torch csv: hostile input is an error naming row and cell", "[torch]") {
+TEST_CASE("torch_csv.hostile_input_error_naming_row", "[torch]") {
+  // torch csv: hostile input is an error naming row and cell
   CHECK(error_of("") == "0:0: the file is empty: expected one row per rank");
   CHECK(error_of("0F0,0X1\n").starts_with("1:2: bad action '0X1': unknown action type 'X'"));
   CHECK(error_of("0F0,0BW1\n").find("older PyTorch spelled a full backward BW") !=
@@ -243,14 +250,15 @@ TEST_CASE("torch csv: hostile input is an error naming row and cell", "[torch]")
         schedules::parse_torch_csv("0F0,1F0\n").program.to_text());
 }
 
-TEST_CASE("torch csv: a rank with nothing to write is refused", "[torch]") {
+TEST_CASE("torch_csv.rank_nothing_write_refused", "[torch]") {
+  // torch csv: a rank with nothing to write is refused
   const Program p = Program::parse("0F0,0B0\nIDLE\n");
   CHECK_THROWS_AS(schedules::write_torch_csv(p, TorchCsvForm::compute_only),
                   schedules::ParameterError);
 }
 
-TEST_CASE("torch csv: a .csv path is a config, and the torch-csv source reads files and rows",
-          "[torch]") {
+TEST_CASE("torch_csv.csv_path_config_torch_csv", "[torch]") {
+  // torch csv: a .csv path is a config, and the torch-csv source reads files and rows
   const config::Config c = config::load_config(data_path("zb1p_2rank_2stagep_compute.csv"));
   CHECK(c.kind == "torch-csv");
   CHECK(c.name == "zb1p_2rank_2stagep_compute");
@@ -276,8 +284,8 @@ TEST_CASE("torch csv: a .csv path is a config, and the torch-csv source reads fi
   CHECK_THROWS_AS(config::parse_config(j, "inline.json"), config::ConfigError);  // both
 }
 
-TEST_CASE("torch lowering: every generator, compute order kept, runs, only the runtime's hazard",
-          "[torch]") {
+TEST_CASE("torch_csv.generator_compute_order_kept_runs", "[torch]") {
+  // torch lowering: every generator, compute order kept, runs, only the runtime's hazard
   for (const auto& g : schedules::Registry::instance().all()) {
     for (const auto& params : g.test_params) {
       INFO(g.name << " P=" << params.ranks() << " M=" << params.microbatches());
@@ -305,8 +313,8 @@ TEST_CASE("torch lowering: every generator, compute order kept, runs, only the r
   }
 }
 
-TEST_CASE("torch csv: mutated artifacts parse or fail with a ParseError, never otherwise",
-          "[torch]") {
+TEST_CASE("torch_csv.mutated_artifacts_parse_fail_parseerror", "[torch]") {
+  // torch csv: mutated artifacts parse or fail with a ParseError, never otherwise
   const std::string base = slurp("dualpipev_4rank_10mb.csv");
   std::mt19937 rng(20240601);
   const std::string alphabet = "0123456789FIBWSENDRCV_(;),\"\r\n UNSHARD";
@@ -347,8 +355,8 @@ TEST_CASE("torch csv: mutated artifacts parse or fail with a ParseError, never o
   CHECK(refused > 0);
 }
 
-TEST_CASE("torch lowering, runtime=1: UNSHARD/RESHARD/REDUCE_GRAD first, idle steps dropped",
-          "[torch]") {
+TEST_CASE("torch_csv.torch_lowering_runtime_1_unshard", "[torch]") {
+  // torch lowering, runtime=1: UNSHARD/RESHARD/REDUCE_GRAD first, idle steps dropped
   // PyTorch's runtime (_prepare_schedule_with_comms) runs _add_unshard_reshard and
   // _add_reduce_grad before _add_send_recv: each added action takes its turn in a round.
   const auto csv = schedules::parse_torch_csv(kVectorIn);

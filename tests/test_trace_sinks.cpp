@@ -64,7 +64,8 @@ std::string feed(ByteSink& sink, std::size_t total, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("A background sink passes every byte on in order, from another thread", "[threads]") {
+TEST_CASE("trace_sinks.background_sink_passes_byte_order", "[threads]") {
+  // A background sink passes every byte on in order, from another thread
   for (unsigned seed : {1u, 2u, 3u}) {
     std::string got;
     std::atomic<int> finished{0};
@@ -87,7 +88,8 @@ TEST_CASE("A background sink passes every byte on in order, from another thread"
   CHECK(got.empty());
 }
 
-TEST_CASE("A background sink takes whole buffers and copied bytes in turn, in order", "[threads]") {
+TEST_CASE("trace_sinks.background_sink_takes_whole_buffers", "[threads]") {
+  // A background sink takes whole buffers and copied bytes in turn, in order
   // write_buffer hands the caller's buffer over and gives back another of the same capacity
   // (filled whole below, so that a smaller one shows under ASan); write() copies. Mixed, the
   // bytes arrive as sent.
@@ -119,8 +121,8 @@ TEST_CASE("A background sink takes whole buffers and copied bytes in turn, in or
   CHECK(writer != std::this_thread::get_id());
 }
 
-TEST_CASE("A failure of the background sink's inner sink reaches write_buffer's caller",
-          "[threads]") {
+TEST_CASE("trace_sinks.failure_background_sink_s_inner", "[threads]") {
+  // A failure of the background sink's inner sink reaches write_buffer's caller
   std::string got;
   std::atomic<int> finished{0};
   std::thread::id writer;
@@ -147,7 +149,8 @@ TEST_CASE("A failure of the background sink's inner sink reaches write_buffer's 
   CHECK(got.size() == 2 * cap);
 }
 
-TEST_CASE("A failure of the background sink's inner sink reaches the caller", "[threads]") {
+TEST_CASE("trace_sinks.failure_background_sink_s_inner_2", "[threads]") {
+  // A failure of the background sink's inner sink reaches the caller
   for (int fail_at : {1, 2, 5}) {
     INFO("fails at write " << fail_at);
     std::string got;
@@ -172,8 +175,8 @@ TEST_CASE("A failure of the background sink's inner sink reaches the caller", "[
   }
 }
 
-TEST_CASE("A background sink dropped unfinished stops its thread and finishes nothing",
-          "[threads]") {
+TEST_CASE("trace_sinks.background_sink_dropped_unfinished_stops", "[threads]") {
+  // A background sink dropped unfinished stops its thread and finishes nothing
   std::string got;
   std::atomic<int> finished{0};
   std::thread::id writer;
@@ -185,8 +188,8 @@ TEST_CASE("A background sink dropped unfinished stops its thread and finishes no
   CHECK(got.size() <= std::size_t{6} << 20);
 }
 
-TEST_CASE("gzip through a background sink is the same file as gzip on the caller's thread",
-          "[threads]") {
+TEST_CASE("trace_sinks.gzip_through_background_sink_same", "[threads]") {
+  // gzip through a background sink is the same file as gzip on the caller's thread
   std::ostringstream direct, background;
   auto a = make_gzip_sink(direct);
   auto b = make_background_sink(make_gzip_sink(background));
@@ -280,8 +283,8 @@ std::vector<std::pair<std::string, Factory>> gzip_encoders() {
 
 }  // namespace
 
-TEST_CASE("Each gzip encoder writes one member that inflates to its input, in equal bytes again",
-          "[trace]") {
+TEST_CASE("trace_sinks.gzip_encoder_writes_member_inflates", "[trace]") {
+  // Each gzip encoder writes one member that inflates to its input, in equal bytes again
   const std::string text = trace_like(std::size_t{3} << 20, 5);
   for (const auto& [name, make] : gzip_encoders()) {
     INFO("encoder " << name);
@@ -319,7 +322,8 @@ TEST_CASE("Each gzip encoder writes one member that inflates to its input, in eq
   }
 }
 
-TEST_CASE("The gzip sink is ISA-L's where the build has it", "[trace]") {
+TEST_CASE("trace_sinks.gzip_sink_isa_l_s", "[trace]") {
+  // The gzip sink is ISA-L's where the build has it
   const std::string text = trace_like(std::size_t{1} << 20, 6);
   std::ostringstream chosen, isal;
   auto sink = make_gzip_sink(chosen);

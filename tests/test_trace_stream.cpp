@@ -319,7 +319,8 @@ config::Config bench_like(const std::string& kind, int P, int M, int V, const st
 
 }  // namespace
 
-TEST_CASE("trace format from the file name", "[trace]") {
+TEST_CASE("trace_stream.trace_format_file_name", "[trace]") {
+  // trace format from the file name
   CHECK(viz::trace_format_for("a.json") == viz::TraceFormat::json);
   CHECK(viz::trace_format_for("/dev/stdout") == viz::TraceFormat::json);
   CHECK(viz::trace_format_for("a.json.gz") == viz::TraceFormat::json_gz);
@@ -327,7 +328,8 @@ TEST_CASE("trace format from the file name", "[trace]") {
   CHECK(viz::trace_format_for("a.perfetto-trace") == viz::TraceFormat::perfetto);
 }
 
-TEST_CASE("the Perfetto trace decodes to the JSON trace's tracks and events", "[trace]") {
+TEST_CASE("trace_stream.perfetto_trace_decodes_json_trace", "[trace]") {
+  // the Perfetto trace decodes to the JSON trace's tracks and events
   const auto [kind, P, M, V, style] = GENERATE(
       table<std::string, int, int, int, std::string>({{"1f1b", 4, 8, 1, "async"},
                                                       {"interleaved-1f1b", 4, 8, 2, "async"},
@@ -355,8 +357,8 @@ TEST_CASE("the Perfetto trace decodes to the JSON trace's tracks and events", "[
   CHECK(*pids.begin() == 1);
 }
 
-TEST_CASE("a deadlocked run's Perfetto trace has the JSON trace's blocked-for-good instants",
-          "[trace]") {
+TEST_CASE("trace_stream.deadlocked_run_s_perfetto_trace", "[trace]") {
+  // a deadlocked run's Perfetto trace has the JSON trace's blocked-for-good instants
   const config::Config config =
       config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
   const record::RunRecord rec = sim::analyze(config, {.trace = true});
@@ -368,7 +370,8 @@ TEST_CASE("a deadlocked run's Perfetto trace has the JSON trace's blocked-for-go
   CHECK(stuck == 4);
 }
 
-TEST_CASE("slices that overlap on one track go to extra tracks, each properly nested", "[trace]") {
+TEST_CASE("trace_stream.slices_overlap_track_go_extra", "[trace]") {
+  // slices that overlap on one track go to extra tracks, each properly nested
   const schedules::Program p = test::lowered("1f1b", 2, 2);
   std::ostringstream out;
   {
@@ -392,7 +395,8 @@ TEST_CASE("slices that overlap on one track go to extra tracks, each properly ne
   REQUIRE(d.slices.size() == 4);  // every BEGIN met its END on its own track (decode checks)
 }
 
-TEST_CASE("the gzip trace inflates to exactly the JSON trace", "[trace]") {
+TEST_CASE("trace_stream.gzip_trace_inflates_exactly_json", "[trace]") {
+  // the gzip trace inflates to exactly the JSON trace
   const std::string path = GENERATE(as<std::string>{}, "1f1b.json", "interleaved-1f1b.json",
                                     "1f1b-blocking-deadlock.json");
   INFO(path);
@@ -405,7 +409,8 @@ TEST_CASE("the gzip trace inflates to exactly the JSON trace", "[trace]") {
   CHECK(written(rec, viz::TraceFormat::json_gz) == gz);  // deterministic bytes
 }
 
-TEST_CASE("counters are written only when their value changes", "[trace]") {
+TEST_CASE("trace_stream.counters_written_only_when_their", "[trace]") {
+  // counters are written only when their value changes
   const config::Config config = bench_like("1f1b", 4, 8, 1, "async");
   const record::RunRecord rec = sim::analyze(config, {.trace = true});
   const json doc = json::parse(written(rec, viz::TraceFormat::json));
@@ -442,8 +447,8 @@ TEST_CASE("counters are written only when their value changes", "[trace]") {
 }
 
 // [threads]: with two cores or more the file's bytes go through the background writer thread.
-TEST_CASE("a trace streamed during the run equals the one written from the recorded run",
-          "[trace][threads]") {
+TEST_CASE("trace_stream.trace_streamed_during_run_equals", "[trace][threads]") {
+  // a trace streamed during the run equals the one written from the recorded run
   for (const auto& path : test::bundled_configs()) {
     INFO(path);
     const config::Config config = config::load_config(path);
@@ -462,8 +467,8 @@ TEST_CASE("a trace streamed during the run equals the one written from the recor
   }
 }
 
-TEST_CASE("ppsim run --trace streams each format, the file matches the in-process writer",
-          "[trace][cli]") {
+TEST_CASE("trace_stream.ppsim_run_trace_streams_format", "[trace][cli]") {
+  // ppsim run --trace streams each format, the file matches the in-process writer
   const auto dir =
       std::filesystem::temp_directory_path() / ("ppsim-trace-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -491,7 +496,8 @@ TEST_CASE("ppsim run --trace streams each format, the file matches the in-proces
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("a rank's transfer tracks are kept per peer, not per rank of the run", "[trace]") {
+TEST_CASE("trace_stream.rank_s_transfer_tracks_kept", "[trace]") {
+  // a rank's transfer tracks are kept per peer, not per rank of the run
   // Track ids grow with the peer's rank number. Both writers once kept a table by track id on
   // every rank: 5 GiB for the JSON form and 23 GiB for the Perfetto form at 200,000 ranks, and
   // 22 GB of Perfetto tracks already at the 20,000 here.

@@ -70,21 +70,22 @@ const std::string kRank1 = "1RECV_F0,1F0,1B0,1SEND_B0";
 
 }  // namespace
 
-TEST_CASE("validate: a correct two-rank blocking program has no diagnostics", "[validation]") {
+TEST_CASE("validation.correct_two_rank_blocking_program", "[validation]") {
+  // validate: a correct two-rank blocking program has no diagnostics
   const auto ds = validate_text(kRank0 + "\n" + kRank1 + "\n");
   check_diagnostics(ds, {});
   CHECK_FALSE(has_fatal(ds));
 }
 
-TEST_CASE("validate: a correct program with async ops and split I/W backward has no diagnostics",
-          "[validation]") {
+TEST_CASE("validation.correct_program_async_ops_split", "[validation]") {
+  // validate: a correct program with async ops and split I/W backward has no diagnostics
   check_diagnostics(validate_text("0F0,0SEND_F0#0,0RECV_B0#1,WAIT(0;1),0I0,0W0\n"
                                   "1RECV_F0#0,WAIT(0),1F0,1I0,1SEND_B0#1,1W0,WAIT(1)\n"),
                     {});
 }
 
-TEST_CASE("validate out_of_range: stage >= S or microbatch >= M is fatal at the op",
-          "[validation]") {
+TEST_CASE("validation.stage_s_microbatch_m_fatal", "[validation]") {
+  // validate out_of_range: stage >= S or microbatch >= M is fatal at the op
   Program p = Program::parse(kRank0 + "\n" + kRank1 + "\n");
   SECTION("microbatch beyond M") {
     p.push(0, Op::compute(OpKind::F, 0, 5));
@@ -100,16 +101,16 @@ TEST_CASE("validate out_of_range: stage >= S or microbatch >= M is fatal at the 
   }
 }
 
-TEST_CASE("validate wrong_rank: an op naming a stage placed on another rank is fatal",
-          "[validation]") {
+TEST_CASE("validation.op_naming_stage_placed_another", "[validation]") {
+  // validate wrong_rank: an op naming a stage placed on another rank is fatal
   // 0RECV_B0 belongs on rank 0 (stage 0 lives there); rank 1 issues it.
   const auto ds = validate_text(kRank0 + "\n" + kRank1 + ",0RECV_B0\n");
   check_diagnostics(ds, {{"wrong_rank", 1, 4, "0RECV_B0", true}});
   CHECK(contains(ds[0].message, "stage 0 lives on rank 0"));
 }
 
-TEST_CASE("validate bad_comm: a comm op across a boundary that does not exist is fatal",
-          "[validation]") {
+TEST_CASE("validation.comm_op_across_boundary_does", "[validation]") {
+  // validate bad_comm: a comm op across a boundary that does not exist is fatal
   SECTION("RECV_F of the first stage has no previous neighbour") {
     const auto ds = validate_text("0RECV_F0,0F0,0B0\n");
     check_diagnostics(ds, {{"bad_comm", 0, 0, "0RECV_F0", true}});
@@ -132,10 +133,9 @@ TEST_CASE("validate bad_comm: a comm op across a boundary that does not exist is
   }
 }
 
-TEST_CASE(
-    "validate missing_receive: a compute op whose input comes from another rank needs a "
-    "receive before it",
-    "[validation]") {
+TEST_CASE("validation.compute_op_whose_input_comes", "[validation]") {
+  // validate missing_receive: a compute op whose input comes from another rank needs a receive
+  // before it
   SECTION("forward without RECV_F") {
     const auto ds = validate_text(kRank0 + "\n1F0,1B0,1SEND_B0\n");
     check_diagnostics(
@@ -155,10 +155,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "validate read_before_wait: a compute op may not read an async receive's buffer before "
-    "its WAIT",
-    "[validation]") {
+TEST_CASE("validation.compute_op_may_read_async", "[validation]") {
+  // validate read_before_wait: a compute op may not read an async receive's buffer before its WAIT
   SECTION("forward reads an unwaited RECV_F") {
     const auto ds = validate_text(kRank0 + "\n1RECV_F0#0,1F0,WAIT(0),1B0,1SEND_B0\n");
     check_diagnostics(ds, {{"read_before_wait", 1, 1, "1F0", false}});
@@ -170,10 +168,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "validate order: dependencies must run first (F(s-1) before F(s), F before B/I, I before W, "
-    "producer before its send)",
-    "[validation]") {
+TEST_CASE("validation.dependencies_must_run_first_f", "[validation]") {
+  // validate order: dependencies must run first (F(s-1) before F(s), F before B/I, I before W,
+  // producer before its send)
   SECTION("F(s) before F(s-1) on the same rank") {
     check_diagnostics(validate_text("1F0,0F0,1B0,0B0\n"), {{"order", 0, 0, "1F0", true}});
   }
@@ -203,10 +200,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "validate buffer_released_before_wait: the backward frees the forward output, so an async "
-    "SEND_F must be waited first",
-    "[validation]") {
+TEST_CASE("validation.validate_buffer_released_before_wait", "[validation]") {
+  // validate buffer_released_before_wait: the backward frees the forward output, so an async
+  // SEND_F must be waited first
   SECTION("full backward") {
     const auto ds = validate_text("0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n" + kRank1 + "\n");
     check_diagnostics(ds, {{"buffer_released_before_wait", 0, 3, "0B0", false}});
@@ -222,7 +218,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("validate duplicate_comm: one tensor is sent (or received) once", "[validation]") {
+TEST_CASE("validation.tensor_sent_received_once", "[validation]") {
+  // validate duplicate_comm: one tensor is sent (or received) once
   SECTION("send twice") {
     check_diagnostics(validate_text("0F0,0SEND_F0,0SEND_F0,0RECV_B0,0B0\n" + kRank1 + "\n"),
                       {{"duplicate_comm", 0, 2, "0SEND_F0", true}});
@@ -235,7 +232,8 @@ TEST_CASE("validate duplicate_comm: one tensor is sent (or received) once", "[va
   }
 }
 
-TEST_CASE("validate duplicate_request: a request id names one async op per rank", "[validation]") {
+TEST_CASE("validation.request_id_names_async_op", "[validation]") {
+  // validate duplicate_request: a request id names one async op per rank
   SECTION("id reused while the first is outstanding") {
     const auto ds = validate_text("0F0,0SEND_F0#1,0RECV_B0#1,WAIT(1),0B0\n" + kRank1 + "\n");
     check_diagnostics(ds, {{"duplicate_request", 0, 2, "0RECV_B0#1", true}});
@@ -253,7 +251,8 @@ TEST_CASE("validate duplicate_request: a request id names one async op per rank"
   }
 }
 
-TEST_CASE("validate double_wait: a request is waited once", "[validation]") {
+TEST_CASE("validation.request_waited_once", "[validation]") {
+  // validate double_wait: a request is waited once
   SECTION("two WAITs") {
     const auto ds = validate_text("0F0,0SEND_F0#0,WAIT(0),WAIT(0),0RECV_B0,0B0\n" + kRank1 + "\n");
     check_diagnostics(ds, {{"double_wait", 0, 3, "WAIT(0)", true}});
@@ -265,8 +264,8 @@ TEST_CASE("validate double_wait: a request is waited once", "[validation]") {
   }
 }
 
-TEST_CASE("validate unknown_request: a WAIT names only ids already posted on its rank",
-          "[validation]") {
+TEST_CASE("validation.wait_names_only_ids_already", "[validation]") {
+  // validate unknown_request: a WAIT names only ids already posted on its rank
   SECTION("id never posted") {
     const auto ds = validate_text("0F0,0SEND_F0,WAIT(5),0RECV_B0,0B0\n" + kRank1 + "\n");
     check_diagnostics(ds, {{"unknown_request", 0, 2, "WAIT(5)", true}});
@@ -285,10 +284,9 @@ TEST_CASE("validate unknown_request: a WAIT names only ids already posted on its
   }
 }
 
-TEST_CASE(
-    "validate never_waited: every async request is waited before the program ends, reported "
-    "at the op that posted it, by increasing id",
-    "[validation]") {
+TEST_CASE("validation.async_request_waited_before_program", "[validation]") {
+  // validate never_waited: every async request is waited before the program ends, reported at the
+  // op that posted it, by increasing id
   const auto ds = validate_text(
       "0F0,0SEND_F0#2,WAIT(2),0RECV_B0,0B0\n"
       "1RECV_F0,1F0,1B0,1SEND_B0#7\n");
@@ -304,8 +302,8 @@ TEST_CASE(
                      {"never_waited", 0, 1, "0SEND_F0#5", false}});
 }
 
-TEST_CASE("validate missing_compute: each (stage, microbatch) needs one F and one B or I + W",
-          "[validation]") {
+TEST_CASE("validation.stage_microbatch_needs_f_b", "[validation]") {
+  // validate missing_compute: each (stage, microbatch) needs one F and one B or I + W
   SECTION("no backward") {
     const auto ds = validate_text("0F0\n");
     check_diagnostics(ds, {{"missing_compute", 0, -1, "", false}});
@@ -331,8 +329,8 @@ TEST_CASE("validate missing_compute: each (stage, microbatch) needs one F and on
   }
 }
 
-TEST_CASE("validate duplicate_compute: an F, B, I or W runs at most once per (stage, microbatch)",
-          "[validation]") {
+TEST_CASE("validation.f_b_i_w_runs", "[validation]") {
+  // validate duplicate_compute: an F, B, I or W runs at most once per (stage, microbatch)
   SECTION("F twice") {
     const auto ds = validate_text("0F0,0F0,0B0\n");
     check_diagnostics(ds, {{"duplicate_compute", 0, -1, "", false}});
@@ -347,17 +345,16 @@ TEST_CASE("validate duplicate_compute: an F, B, I or W runs at most once per (st
   }
 }
 
-TEST_CASE("validate mixed_backward: a (stage, microbatch) uses a full B or a split I + W, not both",
-          "[validation]") {
+TEST_CASE("validation.stage_microbatch_uses_full_b", "[validation]") {
+  // validate mixed_backward: a (stage, microbatch) uses a full B or a split I + W, not both
   const auto ds = validate_text("0F0,0B0,0I0,0W0\n");
   check_diagnostics(ds, {{"mixed_backward", 0, -1, "", false}});
   CHECK(contains(ds[0].message, "stage 0 microbatch 0"));
 }
 
-TEST_CASE(
-    "validate unmatched_send / unmatched_recv: every send of a tensor has a receive and vice "
-    "versa, reported on the rank that has the lone op",
-    "[validation]") {
+TEST_CASE("validation.validate_unmatched_send_unmatched_recv", "[validation]") {
+  // validate unmatched_send / unmatched_recv: every send of a tensor has a receive and vice versa,
+  // reported on the rank that has the lone op
   SECTION("activation received but never sent") {
     const auto ds = validate_text("0F0,0RECV_B0,0B0\n" + kRank1 + "\n");
     check_diagnostics(ds, {{"unmatched_recv", 1, 0, "1RECV_F0", false}});
@@ -379,8 +376,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("validate: diagnostics past 1000 are summarised by one too_many_diagnostics entry",
-          "[validation]") {
+TEST_CASE("validation.diagnostics_past_1000_summarised_too", "[validation]") {
+  // validate: diagnostics past 1000 are summarised by one too_many_diagnostics entry
   // 1001 microbatches with a forward and no backward: 1001 missing_compute.
   std::string text;
   for (int m = 0; m <= 1000; ++m) text += (m ? ",0F" : "0F") + std::to_string(m);
@@ -394,10 +391,9 @@ TEST_CASE("validate: diagnostics past 1000 are summarised by one too_many_diagno
   CHECK(contains(ds.back().message, "1 more diagnostics"));
 }
 
-TEST_CASE(
-    "validate: a cell known only as a route neighbour, whose own neighbour no op touches, is "
-    "checked like any other (sparse cell tables)",
-    "[validation]") {
+TEST_CASE("validation.cell_known_only_route_neighbour", "[validation]") {
+  // validate: a cell known only as a route neighbour, whose own neighbour no op touches, is
+  // checked like any other (sparse cell tables)
   // Found by fuzz_pipeline: microbatch 999 makes the (stage, microbatch) grid (3 x 1000) larger
   // than twice the ops plus 1024, so cells are indexed sparsely. 0F999 gives (0, 999) and its
   // neighbour (1, 999) an index, but not (2, 999); checking (1, 999)'s gradient from stage 2
@@ -419,8 +415,8 @@ TEST_CASE(
   CHECK_FALSE(has_fatal(ds));
 }
 
-TEST_CASE("validate: the message of an op diagnostic starts with 'rank R op POS (OP): '",
-          "[validation]") {
+TEST_CASE("validation.message_op_diagnostic_starts_rank", "[validation]") {
+  // validate: the message of an op diagnostic starts with 'rank R op POS (OP): '
   const auto ds = validate_text(kRank0 + "\n" + kRank1 + ",0RECV_B0\n");
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].message.rfind("rank 1 op 4 (0RECV_B0): ", 0) == 0);
@@ -429,8 +425,8 @@ TEST_CASE("validate: the message of an op diagnostic starts with 'rank R op POS 
   CHECK(totals[0].message.rfind("rank 0: ", 0) == 0);
 }
 
-TEST_CASE("validate: every generated + lowered program (all comm styles) has zero diagnostics",
-          "[validation]") {
+TEST_CASE("validation.generated_lowered_program_comm_styles", "[validation]") {
+  // validate: every generated + lowered program (all comm styles) has zero diagnostics
   int programs = 0;
   for (const auto& s : ppsim::test::all_lowerings()) {
     auto check = [&](const std::string& kind, int P, int M, int V) {
@@ -456,10 +452,9 @@ TEST_CASE("validate: every generated + lowered program (all comm styles) has zer
   CHECK(programs == 7 * (2 * 5 * 6 + 2 * 2 * 2) + (5 * 6 + 2 * 2 * 2));
 }
 
-TEST_CASE(
-    "validate: deleting any single op of a lowered program produces a diagnostic "
-    "(every op is needed)",
-    "[validation]") {
+TEST_CASE("validation.deleting_any_single_op_lowered", "[validation]") {
+  // validate: deleting any single op of a lowered program produces a diagnostic (every op is
+  // needed)
   for (CommStyle style : {"blocking", "async-send", "batched", "async"}) {
     const Program full = ppsim::test::lowered("1f1b", 3, 3, 1, style, 1);
     for (int r = 0; r < full.ranks(); ++r) {

@@ -24,7 +24,8 @@ schedules::Program zbv(int P, int M) {
 }
 }  // namespace
 
-TEST_CASE("zbv: rank r holds stage r (chunk 0) and stage 2P-1-r (chunk 1)", "[zbv]") {
+TEST_CASE("zbv.rank_r_holds_stage_r", "[zbv]") {
+  // zbv: rank r holds stage r (chunk 0) and stage 2P-1-r (chunk 1)
   for (int P = 1; P <= 6; ++P) {
     const auto p = zbv(P, 2 * P);
     REQUIRE(p.stages() == 2 * P);
@@ -38,7 +39,8 @@ TEST_CASE("zbv: rank r holds stage r (chunk 0) and stage 2P-1-r (chunk 1)", "[zb
 // Expected lines written by following ScheduleZBVZeroBubble._calculate_single_rank_operations by
 // hand (warm-up 2(P-r)-1 F0, r x (F1 F0), P-r x (F1 I1 W1); steady F0 I0 W0 F1 I1 W1; cool-down
 // r x (I0 I1), P-r x (I0 W0), remaining W1 then W0), with PyTorch's None entries dropped.
-TEST_CASE("zbv: per-rank order equals PyTorch's ScheduleZBVZeroBubble", "[zbv]") {
+TEST_CASE("zbv.per_rank_order_equals_pytorch", "[zbv]") {
+  // zbv: per-rank order equals PyTorch's ScheduleZBVZeroBubble
   struct Case {
     int P, M;
     std::vector<std::string> lines;
@@ -94,8 +96,8 @@ TEST_CASE("zbv: per-rank order equals PyTorch's ScheduleZBVZeroBubble", "[zbv]")
       zbv(4, 8).to_text());
 }
 
-TEST_CASE("zbv: each rank runs F, I and W once for each of its two stages and M microbatches",
-          "[zbv]") {
+TEST_CASE("zbv.rank_runs_f_i_w", "[zbv]") {
+  // zbv: each rank runs F, I and W once for each of its two stages and M microbatches
   for (int P = 1; P <= 8; ++P) {
     for (int M = 1; M <= 4 * P + 1; ++M) {
       const auto p = zbv(P, M);
@@ -131,10 +133,9 @@ TEST_CASE("zbv: each rank runs F, I and W once for each of its two stages and M 
 // eager sends or receives posted at least 2 compute ops ahead. With rendezvous sends and receives
 // posted 1 op ahead (prefetch 1, the default) a rank that sent a gradient waits for it before its
 // next backward, and the receiver posts it only one op before its own I: P >= 3 then loses time.
-TEST_CASE(
-    "zbv: F = I = W, free communication, M >= 2P-1: every rank computes without a gap from r*T "
-    "to r*T + 6MT",
-    "[zbv][closed_form]") {
+TEST_CASE("zbv.f_i_w_free_communication", "[zbv][closed_form]") {
+  // zbv: F = I = W, free communication, M >= 2P-1: every rank computes without a gap from r*T to
+  // r*T + 6MT
   const double T = 1.0;
   struct Comm {
     int prefetch;
@@ -174,8 +175,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("zbv: with rendezvous sends and prefetch 1, ranks P >= 3 wait on gradient sends",
-          "[zbv][closed_form]") {
+TEST_CASE("zbv.rendezvous_sends_prefetch_1_ranks", "[zbv][closed_form]") {
+  // zbv: with rendezvous sends and prefetch 1, ranks P >= 3 wait on gradient sends
   for (int P = 2; P <= 6; ++P) {
     const int M = 3 * P;
     const auto r =
@@ -193,8 +194,8 @@ TEST_CASE("zbv: with rendezvous sends and prefetch 1, ranks P >= 3 wait on gradi
 // is two stashes. Peak live stashes on rank r: min(2P, 2M, M+r+1), i.e. 2P = P * M_B once
 // M >= 2P-1. I and W of a microbatch are adjacent whenever a forward follows, so the peak does not
 // depend on how much of the stash W keeps.
-TEST_CASE("zbv: peak activation on rank r = min(2P, 2M, M+r+1) stashes (P * M_B for M >= 2P-1)",
-          "[zbv][memory]") {
+TEST_CASE("zbv.peak_activation_rank_r_min", "[zbv][memory]") {
+  // zbv: peak activation on rank r = min(2P, 2M, M+r+1) stashes (P * M_B for M >= 2P-1)
   const std::int64_t A = 1000, S = 7;
   for (std::int64_t weight_stash : {std::int64_t{0}, A / 2, A}) {
     for (int P = 1; P <= 8; ++P) {
@@ -222,11 +223,10 @@ TEST_CASE("zbv: peak activation on rank r = min(2P, 2M, M+r+1) stashes (P * M_B 
 // (blocking; async-send waits them before the next forward; batched pairs only opposite-direction
 // sends), both wait for a receive the other posts later. Only `async` runs zbv; with one
 // microbatch there is nothing to cross and every style runs it.
-TEST_CASE(
-    "zbv: only the async style runs it for M >= 2, blocking, async-send and batched deadlock "
-    "between ranks P-2 and P-1 (stage P-2's forward of microbatch 1 against stage P's of "
-    "microbatch 0)",
-    "[zbv][deadlock]") {
+TEST_CASE("zbv.only_async_style_runs_m", "[zbv][deadlock]") {
+  // zbv: only the async style runs it for M >= 2, blocking, async-send and batched deadlock
+  // between ranks P-2 and P-1 (stage P-2's forward of microbatch 1 against stage P's of microbatch
+  // 0)
   for (const auto& lowering : test::all_lowerings()) {
     for (int P = 1; P <= 6; ++P) {
       for (int M : {1, 2, P, 2 * P - 1, 2 * P, 3 * P + 1}) {
@@ -249,7 +249,8 @@ TEST_CASE(
 
 // Stage P-1 and stage P share rank P-1, so of the 2P-1 stage boundaries 2P-2 cross ranks, each
 // once forward and once backward per microbatch.
-TEST_CASE("zbv: comm_bytes = 2 * (2P-2) * M * boundary_bytes", "[zbv]") {
+TEST_CASE("zbv.comm_bytes_2_2p_2", "[zbv]") {
+  // zbv: comm_bytes = 2 * (2P-2) * M * boundary_bytes
   for (int P = 1; P <= 6; ++P) {
     for (int M : {1, 2, 2 * P, 3 * P}) {
       auto o = test::uniform(2 * P, 1, 2);
@@ -264,7 +265,8 @@ TEST_CASE("zbv: comm_bytes = 2 * (2P-2) * M * boundary_bytes", "[zbv]") {
 
 // PyTorch's ScheduleZBVZeroBubble takes exactly two stages per rank; the declaration says so, and
 // the config reader and `ppsim list` read it from there.
-TEST_CASE("zbv refuses anything but two chunks per rank, naming the rule", "[zbv]") {
+TEST_CASE("zbv.zbv_refuses_anything_but_two", "[zbv]") {
+  // zbv refuses anything but two chunks per rank, naming the rule
   for (int V : {1, 3, 4}) {
     const auto e = test::error_of<schedules::ParameterError>([&] {
       schedules::generate("zbv", {{"ranks", 4}, {"microbatches", 8}, {"chunks", V}});
@@ -285,7 +287,8 @@ TEST_CASE("zbv refuses anything but two chunks per rank, naming the rule", "[zbv
 
 // Sweeping from a one-chunk config (`ppsim compare configs/1f1b.json --schedules 1f1b,zbv`) runs
 // zbv with its two chunks, each costing half a 1F1B stage, so per-rank work stays the same.
-TEST_CASE("zbv in a sweep from a one-chunk config: V = 2, per-chunk costs halved", "[zbv][sweep]") {
+TEST_CASE("zbv.zbv_sweep_chunk_config_v", "[zbv][sweep]") {
+  // zbv in a sweep from a one-chunk config: V = 2, per-chunk costs halved
   const auto base = config::parse_config(nlohmann::json::parse(R"({
     "schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
     "costs": {"forward": 2.0, "backward_input": 2.0, "backward_weight": 2.0}

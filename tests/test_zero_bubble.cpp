@@ -103,8 +103,8 @@ std::string from_pytorch_row(const std::string& row) {
 
 // ---- ZB-H1 -------------------------------------------------------------------------------------
 
-TEST_CASE("zb-h1: rank r warms up with P-r-1 forwards, then F, I, W with each W r steps late",
-          "[zb][generators]") {
+TEST_CASE("zero_bubble.rank_r_warms_up_p", "[zb][generators]") {
+  // zb-h1: rank r warms up with P-r-1 forwards, then F, I, W with each W r steps late
   const auto p = gen("zb-h1", 4, 6);
   CHECK(test::rank_line(p, 0) ==
         "0F0,0F1,0F2,0F3,0I0,0W0,0F4,0I1,0W1,0F5,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5");
@@ -130,8 +130,8 @@ TEST_CASE("zb-h1: rank r warms up with P-r-1 forwards, then F, I, W with each W 
     }
 }
 
-TEST_CASE("zb-h1 peak memory on rank i (1-based) = (P-i+1) M_B + (i-1) M_W when M >= P",
-          "[zb][memory]") {
+TEST_CASE("zero_bubble.zb_h1_peak_memory_rank", "[zb][memory]") {
+  // zb-h1 peak memory on rank i (1-based) = (P-i+1) M_B + (i-1) M_W when M >= P
   const std::int64_t m_b = 1000, m_w = 300;
   for (int P = 1; P <= 8; ++P)
     for (int M = P; M <= 3 * P + 1; ++M) {
@@ -144,10 +144,9 @@ TEST_CASE("zb-h1 peak memory on rank i (1-based) = (P-i+1) M_B + (i-1) M_W when 
   CHECK(peaks(gen("zb-h1", 4, 2), m_b, m_w)[0] == 2 * m_b);
 }
 
-TEST_CASE(
-    "zb-h1 with F = I = W = 1 and free communication: the longest rank runs 3M + (P-1), the "
-    "paper's bubble (P-1)(T_F + T_I - T_W), when M >= P",
-    "[zb][closed-form]") {
+TEST_CASE("zero_bubble.zb_h1_f_i_w", "[zb][closed-form]") {
+  // zb-h1 with F = I = W = 1 and free communication: the longest rank runs 3M + (P-1), the paper's
+  // bubble (P-1)(T_F + T_I - T_W), when M >= P
   for (int P = 1; P <= 8; ++P)
     for (int M = P; M <= 2 * P + 2; ++M) {
       INFO("P=" << P << " M=" << M);
@@ -157,8 +156,8 @@ TEST_CASE(
 
 // ---- ZB-H2 -------------------------------------------------------------------------------------
 
-TEST_CASE("zb-h2: rank r warms up with 2(P-r)-2 forwards, then F, I, W with each W 2r steps late",
-          "[zb][generators]") {
+TEST_CASE("zero_bubble.rank_r_warms_up_2", "[zb][generators]") {
+  // zb-h2: rank r warms up with 2(P-r)-2 forwards, then F, I, W with each W 2r steps late
   const auto p = gen("zb-h2", 3, 6);
   CHECK(test::rank_line(p, 0) ==
         "0F0,0F1,0F2,0F3,0F4,0I0,0W0,0F5,0I1,0W1,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5");
@@ -170,8 +169,8 @@ TEST_CASE("zb-h2: rank r warms up with 2(P-r)-2 forwards, then F, I, W with each
   CHECK(test::rank_line(gen("zb-h2", 3, 2), 0) == "0F0,0F1,0I0,0W0,0I1,0W1");
 }
 
-TEST_CASE("zb-h2 peak memory on rank i (1-based) = (2P-2i+1) M_B + (2i-2) M_W when M >= 2P-1",
-          "[zb][memory]") {
+TEST_CASE("zero_bubble.zb_h2_peak_memory_rank", "[zb][memory]") {
+  // zb-h2 peak memory on rank i (1-based) = (2P-2i+1) M_B + (2i-2) M_W when M >= 2P-1
   const std::int64_t m_b = 1000, m_w = 300;
   for (int P = 1; P <= 8; ++P)
     for (int M = 2 * P - 1; M <= 4 * P; ++M) {
@@ -185,10 +184,9 @@ TEST_CASE("zb-h2 peak memory on rank i (1-based) = (2P-2i+1) M_B + (2i-2) M_W wh
   CHECK(peaks(gen("zb-h2", 4, 40), m_b, m_w)[0] == 7 * m_b);
 }
 
-TEST_CASE(
-    "zb-h2 with F = I = W = 1 and free communication has no bubble: every rank runs 3M from its "
-    "first op to its last, when M >= 2P-1",
-    "[zb][closed-form]") {
+TEST_CASE("zero_bubble.zb_h2_f_i_w", "[zb][closed-form]") {
+  // zb-h2 with F = I = W = 1 and free communication has no bubble: every rank runs 3M from its
+  // first op to its last, when M >= 2P-1
   for (int P = 1; P <= 8; ++P)
     for (int M = 2 * P - 1; M <= 3 * P + 2; ++M) {
       INFO("P=" << P << " M=" << M);
@@ -200,10 +198,9 @@ TEST_CASE(
 
 // ---- Published figures -------------------------------------------------------------------------
 
-TEST_CASE(
-    "Zero-bubble paper, Table 5 (p = 8): bubble rate = (longest rank span - M(T_F+T_B+T_W)) / "
-    "longest rank span, for 1F1B (B and W fused), ZB-H1 and ZB-H2, to 4 decimals",
-    "[zb][published]") {
+TEST_CASE("zero_bubble.zero_bubble_paper_table_5", "[zb][published]") {
+  // Zero-bubble paper, Table 5 (p = 8): bubble rate = (longest rank span - M(T_F+T_B+T_W)) /
+  // longest rank span, for 1F1B (B and W fused), ZB-H1 and ZB-H2, to 4 decimals
   struct Row {
     int m;
     double f, b, w, comm, one_f_one_b, h1, h2;
@@ -230,10 +227,9 @@ TEST_CASE(
 
 // ---- Interleaved zero bubble (PyTorch) ---------------------------------------------------------
 
-TEST_CASE(
-    "interleaved-zb equals PyTorch's artifact zb1p_2rank_2stagep_compute.csv (P=2, V=2, M=8) "
-    "action for action",
-    "[zb][interleaved-zb]") {
+TEST_CASE("zero_bubble.interleaved_zb_equals_pytorch_s", "[zb][interleaved-zb]") {
+  // interleaved-zb equals PyTorch's artifact zb1p_2rank_2stagep_compute.csv (P=2, V=2, M=8) action
+  // for action
   // test/distributed/pipelining/artifacts/zb1p_2rank_2stagep_compute.csv, one row per rank.
   const std::string artifact[] = {
       "0F0,0F1,2F0,,2F1,2B0,2W0,0F2,2B1,2W1,0F3,0B0,0W0,2F2,0B1,0W1,2F3,2B2,2W2,0F4,2B3,2W3,0F5,"
@@ -247,10 +243,9 @@ TEST_CASE(
   for (int r = 0; r < 2; ++r) CHECK(test::rank_line(p, r) == from_pytorch_row(artifact[r]));
 }
 
-TEST_CASE(
-    "interleaved-zb follows PyTorch's algorithm: rounds of max(1, M/P), warm-up (V-1)*per_round "
-    "+ P-1-r, W r steps late",
-    "[zb][interleaved-zb]") {
+TEST_CASE("zero_bubble.interleaved_zb_follows_pytorch_s", "[zb][interleaved-zb]") {
+  // interleaved-zb follows PyTorch's algorithm: rounds of max(1, M/P), warm-up (V-1)*per_round +
+  // P-1-r, W r steps late
   // Orders derived by following ScheduleInterleavedZeroBubble step by step (idle steps dropped).
   // P=4, V=2, M=8: 2 rounds of 4; rank 3 warms up with 4 forwards, its first W after 3 I.
   const auto a = gen("interleaved-zb", 4, 8, 2);
@@ -279,10 +274,9 @@ TEST_CASE(
         "5W6,5I8,5W7,5I9,5W8,1I5,5W9,1I6,1W5,1I7,1W6,1I8,1W7,1I9,1W8,1W9");
 }
 
-TEST_CASE(
-    "interleaved-zb with one chunk per rank is ZB-H1: PyTorch's ScheduleInterleavedZeroBubble on "
-    "one stage per rank gives zb-h1's order whenever it accepts M",
-    "[zb][interleaved-zb]") {
+TEST_CASE("zero_bubble.interleaved_zb_chunk_per_rank", "[zb][interleaved-zb]") {
+  // interleaved-zb with one chunk per rank is ZB-H1: PyTorch's ScheduleInterleavedZeroBubble on
+  // one stage per rank gives zb-h1's order whenever it accepts M
   for (int P = 1; P <= 6; ++P)
     for (int M = 1; M <= 3 * P + 2; ++M) {
       if (error_key("interleaved-zb", P, M, 1) != "accepted") continue;
@@ -292,8 +286,8 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("interleaved-zb rejects what PyTorch rejects: M not a multiple of max(1, M/P)",
-          "[zb][interleaved-zb]") {
+TEST_CASE("zero_bubble.interleaved_zb_rejects_what_pytorch", "[zb][interleaved-zb]") {
+  // interleaved-zb rejects what PyTorch rejects: M not a multiple of max(1, M/P)
   CHECK(error_key("interleaved-zb", 4, 9, 2) == "microbatches");   // 2 rounds, 9 % 2 = 1
   CHECK(error_key("interleaved-zb", 4, 13, 2) == "microbatches");  // 3 rounds, 13 % 3 = 1
   CHECK(error_key("interleaved-zb", 4, 10, 2) == "accepted");      // 2 rounds of 5
@@ -327,11 +321,10 @@ std::optional<record::Deadlock> deadlock_of(const schedules::Program& compute,
 }
 }  // namespace
 
-TEST_CASE(
-    "interleaved-zb: its order has no cyclic dependency (async, receives posted at the start, "
-    "runs to the end), with prefetch 1 the async style deadlocks exactly when a round holds P+2 "
-    "or more microbatches",
-    "[zb][interleaved-zb][deadlock]") {
+TEST_CASE("zero_bubble.order_has_cyclic_dependency_async", "[zb][interleaved-zb][deadlock]") {
+  // interleaved-zb: its order has no cyclic dependency (async, receives posted at the start, runs
+  // to the end), with prefetch 1 the async style deadlocks exactly when a round holds P+2 or more
+  // microbatches
   const schedules::LoweringOptions all{"async", {{"prefetch", -1}}};
   const schedules::LoweringOptions one{"async", {{"prefetch", 1}}};
   for (int P = 1; P <= 6; ++P)
@@ -355,10 +348,9 @@ TEST_CASE(
                            "blocked in WAIT(22) on 7RECV_F5#22 -> rank 2") != std::string::npos);
 }
 
-TEST_CASE(
-    "interleaved-zb with V >= 2 deadlocks under async-send and batched iff M >= P (the warm-up "
-    "forward sends around the ring of stages), under blocking iff M >= 2",
-    "[zb][interleaved-zb][deadlock]") {
+TEST_CASE("zero_bubble.interleaved_zb_v_2_deadlocks", "[zb][interleaved-zb][deadlock]") {
+  // interleaved-zb with V >= 2 deadlocks under async-send and batched iff M >= P (the warm-up
+  // forward sends around the ring of stages), under blocking iff M >= 2
   for (int P = 2; P <= 5; ++P)
     for (int V = 1; V <= 3; ++V)
       for (int M = 1; M <= 2 * P + 2; ++M) {
@@ -377,11 +369,10 @@ TEST_CASE(
         "blocked in 2SEND_F0 -> rank 0");
 }
 
-TEST_CASE(
-    "zb-h1 runs under every style but blocking (like 1F1B), zb-h2's deeper warm-up also "
-    "deadlocks async-send once M >= 3 and batched once M >= 2P: rank r waits on a forward send "
-    "that rank r+1 takes only after its blocking gradient send",
-    "[zb][deadlock]") {
+TEST_CASE("zero_bubble.zb_h1_runs_under_style", "[zb][deadlock]") {
+  // zb-h1 runs under every style but blocking (like 1F1B), zb-h2's deeper warm-up also deadlocks
+  // async-send once M >= 3 and batched once M >= 2P: rank r waits on a forward send that rank r+1
+  // takes only after its blocking gradient send
   for (int P = 2; P <= 6; ++P)
     for (int M = 1; M <= 2 * P + 2; ++M) {
       INFO("P=" << P << " M=" << M);
@@ -406,10 +397,9 @@ TEST_CASE(
         "rank 0");
 }
 
-TEST_CASE(
-    "interleaved-zb with P = 2 under fifo matching: forward and gradient messages share each "
-    "link in different orders at the two ends, reported as message-order mismatches",
-    "[zb][interleaved-zb]") {
+TEST_CASE("zero_bubble.interleaved_zb_p_2_under", "[zb][interleaved-zb]") {
+  // interleaved-zb with P = 2 under fifo matching: forward and gradient messages share each link
+  // in different orders at the two ends, reported as message-order mismatches
   const auto p = schedules::lower(gen("interleaved-zb", 2, 8, 2), {"async", {{"prefetch", -1}}});
   auto o = costs(p.stages(), 1, 1, 1);
   o.network.matching = sim::Matching::fifo;
