@@ -448,3 +448,47 @@ TEST_CASE("svg_timeline.overlapped_f_b_own_colour", "[svg]") {
   CHECK(d.all("pattern").size() == 1);
   CHECK(d.all("pattern")[0]->attr("id") == "d-hatch");
 }
+
+TEST_CASE("svg_timeline.long_title_wraps", "[svg]") {
+  // A title wider than the picture wraps at its separators instead of running off the edge; each
+  // line fits (bold 14 px: at most 8 px a character), and the legend and rows move down for it.
+  const std::string name(60, 'n');
+  const auto rec = simulate(base_config(name, "1f1b", 2, 2, 1, "async"));
+  const Svg narrow = parse(draw(rec, {.width = 400, .interactive = false, .id_prefix = ""}));
+  const auto spans = narrow.all("tspan");
+  REQUIRE(spans.size() >= 2);
+  for (const auto* t : spans) {
+    INFO(t->text);
+    // One part longer than a line is kept whole; the others fit.
+    std::size_t chars = 0;  // code points: the separator is two bytes
+    for (unsigned char c : t->text) chars += (c & 0xC0) != 0x80;
+    if (t->text.find(name) == std::string::npos) CHECK(8.0 * chars <= 400 - 70 - 16);
+  }
+  const Svg wide = parse(draw(rec, {.width = 2000, .interactive = false, .id_prefix = ""}));
+  CHECK(wide.all("tspan").size() == 1);
+  CHECK(narrow.root().num("height") > wide.root().num("height"));
+}
+
+TEST_CASE("svg_timeline.merged_runs_keep_kind_shares", "[svg]") {
+  // Merged runs show each kind's share of their time as a band: 1F1B's steady state, half F and
+  // half B by count and a third F by time (B = 2F), is two colours, not the larger one.
+  const auto rec = simulate("1f1b", 8, 256);
+  const Svg svg = parse(draw(rec, {.width = 320, .interactive = false, .id_prefix = ""}));
+  const auto shares = svg.all("rect", "share");
+  REQUIRE(!shares.empty());
+  std::set<std::string> colours;
+  for (const auto* s : shares) colours.insert(s->attr("fill"));
+  CHECK(colours.size() >= 2);
+  // The bands of one run fill the row height exactly.
+  double run_height = 0;
+  double x = -1;
+  for (const auto& e : svg.elements) {
+    if (e.name != "rect" || !e.has_class("share")) continue;
+    if (e.num("x") != x) {
+      if (x >= 0) CHECK(run_height == Approx(svg.all("rect", "merged")[0]->num("height")));
+      x = e.num("x");
+      run_height = 0;
+    }
+    run_height += e.num("height");
+  }
+}

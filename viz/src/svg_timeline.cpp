@@ -120,6 +120,8 @@ class Drawer {
     lay_.left = 70;
     lay_.x0 = lay_.left;
     lay_.scale = (width_ - lay_.left - lay_.right) / t_end_;
+    title_lines_ = title_lines();
+    legend_y_ = 30 + 17.0 * static_cast<double>(title_lines_.size() - 1);
     legend_items();
     // Legend rows: items wrap at the drawing's width.
     double x = lay_.left;
@@ -132,7 +134,7 @@ class Drawer {
       }
       x += w;
     }
-    lay_.top = 30 + legend_rows_ * 18 + 8;
+    lay_.top = legend_y_ + legend_rows_ * 18 + 8;
     const double rows_bottom = lay_.row_y(P) - lay_.gap;
     axis_y_ = rows_bottom + 6;
     height_ = axis_y_ + 36;
@@ -207,25 +209,49 @@ class Drawer {
                prefix_);
   }
 
+  // The title, in lines that fit the drawing: wrapped at its " · " separators (a long config name
+  // or a narrow picture), a part longer than a line kept whole.
+  std::vector<std::string> title_lines() const {
+    std::vector<std::string> parts = {
+        fmt::format("{} \u2014 {}", rec_.info.name, rec_.info.schedule)};
+    if (!rec_.info.comm_style.empty())
+      parts.back() += fmt::format(" ({})", rec_.info.style_title());
+    std::string shape = fmt::format("{} \u00b7 P={} M={}", trace_.origin, program_.ranks(),
+                                    program_.microbatches());
+    if (program_.chunks() > 1) shape += fmt::format(" V={}", program_.chunks());
+    parts.push_back(shape);
+    parts.push_back(fmt::format("makespan {:.4g} {}", makespan(), trace_.time_unit));
+    if (deadlocked_) parts.push_back("DEADLOCK");
+    // Bold 14 px sans-serif: about 8 px per character (code points, not bytes).
+    auto px = [](const std::string& t) {
+      std::size_t n = 0;
+      for (unsigned char c : t) n += (c & 0xC0) != 0x80;
+      return 8.0 * static_cast<double>(n);
+    };
+    const double room = width_ - lay_.left - lay_.right;
+    std::vector<std::string> lines;
+    for (const auto& part : parts) {
+      if (!lines.empty() && px(lines.back() + " \u00b7 " + part) <= room)
+        lines.back() += " \u00b7 " + part;
+      else
+        lines.push_back(part);
+    }
+    return lines;
+  }
+
   void title() {
-    std::string text = fmt::format("{} \u2014 {}", rec_.info.name, rec_.info.schedule);
-    if (!rec_.info.comm_style.empty()) text += fmt::format(" ({})", rec_.info.style_title());
-    text += fmt::format(" \u00b7 {} \u00b7 P={} M={}", trace_.origin, program_.ranks(),
-                        program_.microbatches());
-    if (program_.chunks() > 1) text += fmt::format(" V={}", program_.chunks());
-    text += fmt::format(" \u00b7 makespan {:.4g} {}", makespan(), trace_.time_unit);
-    if (deadlocked_) text += " \u00b7 DEADLOCK";
-    fmt::print(out_,
-               "<text class=\"title\" x=\"{}\" y=\"20\" font-size=\"14\" "
-               "font-weight=\"bold\">{}</text>\n",
-               lay_.left, xml_escape(text));
+    out_ << "<text class=\"title\" font-size=\"14\" font-weight=\"bold\">";
+    for (std::size_t i = 0; i < title_lines_.size(); ++i)
+      fmt::print(out_, "<tspan x=\"{}\" y=\"{}\">{}</tspan>", lay_.left, 20 + 17 * i,
+                 xml_escape(title_lines_[i]));
+    out_ << "</text>\n";
   }
 
   double makespan() const { return rec_.metrics ? rec_.metrics->makespan : t_max_; }
 
   void legend() {
     out_ << "<g class=\"legend\">\n";
-    double x = lay_.left, y = 30;
+    double x = lay_.left, y = legend_y_;
     for (const auto& item : legend_) {
       const double w = item_width(item.label);
       if (x + w > width_ - lay_.right && x > lay_.left) {
@@ -317,16 +343,30 @@ class Drawer {
       } else if (run.n > 1) {
         const std::size_t slot = static_cast<std::size_t>(
             std::max_element(run.time.begin(), run.time.end()) - run.time.begin());
+        const double w = std::max(run.x1 - run.x0, 0.5);
         fmt::print(out_,
                    "<rect class=\"merged\" x=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" "
                    "fill=\"{}\" data-n=\"{}\"",
-                   run.x0, std::max(run.x1 - run.x0, 0.5), lay_.row_h, kind_color(kSlotKinds[slot]),
-                   run.n);
+                   run.x0, w, lay_.row_h, kind_color(kSlotKinds[slot]), run.n);
         if (opt_.interactive)
           fmt::print(out_, "><title>{} ops, {:.4g}\u2013{:.4g} {}</title></rect>\n", run.n, run.t0,
                      run.t1, xml_escape(trace_.time_unit));
         else
           out_ << "/>\n";
+        // The kinds' shares of the run as bands, top to bottom in F, B, I, W order: a steady
+        // state of F and B stays two colours, not the larger one's.
+        double total = 0;
+        for (double t : run.time) total += t;
+        double top = 0;
+        for (std::size_t k = 0; k < run.time.size() && total > 0; ++k) {
+          if (run.time[k] <= 0) continue;
+          const double h = lay_.row_h * run.time[k] / total;
+          fmt::print(out_,
+                     "<rect class=\"share\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" "
+                     "height=\"{:.2f}\" fill=\"{}\" pointer-events=\"none\"/>\n",
+                     run.x0, top, w, h, kind_color(kSlotKinds[k]));
+          top += h;
+        }
       }
       run = Run{};
     };
@@ -602,6 +642,8 @@ class Drawer {
   Layout lay_;
   std::vector<LegendItem> legend_;
   int legend_rows_ = 1;
+  std::vector<std::string> title_lines_;
+  double legend_y_ = 30;
   std::set<std::pair<int, int>> cycle_ops_;
   std::map<std::pair<int, int>, int> sender_;  // (rank, pos) of a receive -> the sending rank
   std::vector<std::string> deadlock_lines_;
