@@ -492,3 +492,16 @@ TEST_CASE("svg_timeline.merged_runs_keep_kind_shares", "[svg]") {
     run_height += e.num("height");
   }
 }
+
+TEST_CASE("svg_timeline.overlapped_label_explained", "[svg]") {
+  // An overlapped F&B box is labelled "7/13"; the legend says what the two numbers are, and only
+  // when the run has such a box.
+  json dp = base_config("dualpipe", "dualpipe", 4, 8, 1, "async");
+  dp["schedule"].erase("chunks");
+  dp["costs"] = {{"forward", 1.0}, {"backward_input", 1.0}, {"backward_weight", 1.0}};
+  const Svg dual = parse(draw(simulate(dp)));
+  CHECK(dual.raw.find("F&amp;B overlapped (label: F&apos;s/B&apos;s microbatch)") !=
+        std::string::npos);
+  const Svg plain = parse(draw(simulate("1f1b", 4, 8)));
+  CHECK(plain.raw.find("overlapped") == std::string::npos);
+}

@@ -167,7 +167,11 @@ class Drawer {
             sw += fmt::format(
                 "<rect x=\"{:.1f}\" y=\"8\" width=\"{:.1f}\" height=\"4\" fill=\"{}\"/>",
                 12.0 * c / std::min(V, 4), 12.0 / std::min(V, 4), kind_color(k, c, V));
-        legend_.push_back({std::string(kind_label(k)), sw});
+        // An overlapped pair's box reads "7/13": its forward's microbatch, then its backward's.
+        legend_.push_back({k == OpKind::OVERLAP_F_B
+                               ? std::string(kind_label(k)) + " (label: F's/B's microbatch)"
+                               : std::string(kind_label(k)),
+                           sw});
       }
     if (program_.chunks() > 1)
       legend_.push_back({fmt::format("chunks 0..{}: darker to lighter", program_.chunks() - 1),
