@@ -22,6 +22,7 @@
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/viz/html_report.hpp"
+#include "ppsim/viz/palette.hpp"
 
 namespace {
 
@@ -365,4 +366,38 @@ TEST_CASE("html_report.exit_1_page_written_when", "[html_report][cli]") {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
   CHECK(files == 2);  // report.html and bad.json: no new.html, no .ppsim-XXXXXX
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("html_report.sweep_note_when_comm_separates", "[html_report]") {
+  // With free communication GPipe and 1F1B sit on the closed form and nothing is said; with a
+  // latency they sit above it, and a note above the chart says how far and why.
+  for (const bool free_comm : {true, false}) {
+    std::vector<record::RunRecord> runs;
+    for (const std::string kind : {"gpipe", "1f1b"})
+      for (const int M : {4, 8, 16})
+        runs.push_back(simulate(kind + fmt::format("/M{}", M), kind, 4, M, "async", free_comm));
+    const std::string html = report(runs);
+    const json sweep = page_data(html)["sweep"];
+    INFO("free communication " << free_comm);
+    if (free_comm) {
+      CHECK(sweep["closed_form_gap"].get<double>() < 1e-9);
+      CHECK(html.find("id=\"sweep-note\"") == std::string::npos);
+    } else {
+      CHECK(sweep["closed_form_gap"].get<double>() > 0.005);
+      CHECK(html.find("id=\"sweep-note\"") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("html_report.memory_chart_ticks_ranks_colours", "[html_report]") {
+  // The memory chart takes the timeline's own tick step (one grid over both), and its rank
+  // colours are none of the op kinds' (a rank's line never reads as an F or a B).
+  const std::string html = report({simulate("a", "1f1b", 4, 8)});
+  CHECK(html.find("data-tick-step=\"") != std::string::npos);
+  CHECK(html.find("svg.dataset.tickStep") != std::string::npos);
+  const json colours = page_data(html)["rank_colors"];
+  REQUIRE(colours.size() >= 8);
+  for (const auto kind : {schedules::OpKind::F, schedules::OpKind::B, schedules::OpKind::I,
+                          schedules::OpKind::W, schedules::OpKind::OVERLAP_F_B})
+    for (const auto& c : colours) CHECK(c.get<std::string>() != viz::kind_color(kind));
 }

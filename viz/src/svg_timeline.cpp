@@ -96,9 +96,10 @@ class Drawer {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"ppsim-timeline\" id=\"{}timeline\" "
         "width=\"{}\" height=\"{:.0f}\" viewBox=\"0 0 {} {:.0f}\" font-family=\"sans-serif\" "
         "font-size=\"12\" data-origin=\"{}\" data-ranks=\"{}\" data-x0=\"{:.4f}\" "
-        "data-px-per-unit=\"{:.10g}\" data-time-end=\"{:.10g}\" data-time-unit=\"{}\">\n",
+        "data-px-per-unit=\"{:.10g}\" data-time-end=\"{:.10g}\" data-time-unit=\"{}\" "
+        "data-tick-step=\"{:.10g}\">\n",
         prefix_, width_, height_, width_, height_, xml_escape(trace_.origin), ranks_, lay_.x0,
-        lay_.scale, t_end_, xml_escape(trace_.time_unit));
+        lay_.scale, t_end_, xml_escape(trace_.time_unit), tick_step());
     defs();
     fmt::print(out_, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
     title();
@@ -546,6 +547,11 @@ class Drawer {
     return nullptr;
   }
 
+  // The time axis' tick spacing (the HTML report's memory chart uses the same ticks).
+  double tick_step() const {
+    return nice_step(t_end_, std::max(2, static_cast<int>((width_ - 100) / 90)));
+  }
+
   void axis() {
     const double y = axis_y_;
     const double x_end = lay_.x(t_end_);
@@ -553,7 +559,7 @@ class Drawer {
                "<g class=\"axis\" font-size=\"10\" fill=\"#333333\">\n<line x1=\"{:.2f}\" "
                "y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"#333333\"/>\n",
                lay_.x0, y, x_end, y);
-    const double step = nice_step(t_end_, std::max(2, static_cast<int>((width_ - 100) / 90)));
+    const double step = tick_step();
     for (int i = 0;; ++i) {
       const double t = i * step;
       if (t > t_end_ * (1 + 1e-9)) break;
