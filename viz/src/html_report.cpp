@@ -443,7 +443,7 @@ constexpr std::string_view kScript = R"js(
       new Chart(document.getElementById('chart-sweep'), { type: 'scatter',
         data: { datasets: sets }, options: { maintainAspectRatio: false,
           plugins: { title: { display: true, text: 'bubble fraction against microbatches' },
-                     legend: { labels: { usePointStyle: true, pointStyleWidth: 28 } } },
+                     legend: { labels: { usePointStyle: true, pointStyleWidth: 28, boxHeight: 7 } } },
           scales: { x: { type: data.sweep.log_x ? 'logarithmic' : 'linear',
                          min: ms[0] / 1.15, max: ms[ms.length - 1] * 1.15,
                          // Ticks at the swept microbatch counts, not at powers of ten.
@@ -495,8 +495,8 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
   nlohmann::json data;
   data["time_end"] = time_end;
   nlohmann::json colors = nlohmann::json::array();
-  // Rank lines: ColorBrewer's Dark2 and two more, none of them an op kind's colour (palette.hpp
-  // gives the kinds Tableau hues), so a rank's line never reads as an F or a B.
+  // Rank lines: ColorBrewer's Dark2 and two more, none of them an op kind's colour (palette.hpp),
+  // so a rank's line never reads as an F or a B.
   for (const char* c : {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
                         "#666666", "#17becf", "#8c564b"})
     colors.push_back(c);

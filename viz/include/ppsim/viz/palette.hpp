@@ -3,6 +3,7 @@
 // kind looks the same everywhere. Chunks of one kind are shades of its colour: chunk 0 the base,
 // later chunks lighter.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -18,20 +19,22 @@ struct Rgb {
   friend bool operator==(const Rgb&, const Rgb&) = default;
 };
 
-// Tableau-10 hues: distinguishable in print and by most colour-blind readers.
+// Hues from Okabe & Ito's and Paul Tol's colour-blind-safe sets, chosen so that every two kinds,
+// at chunk 0 and at the lightest chunk shade, stay apart (CIELAB distance >= 12) for normal
+// vision and simulated deuteranopia and protanopia (tests/test_palette.cpp checks it).
 inline Rgb kind_rgb(schedules::OpKind kind) {
   using schedules::OpKind;
   switch (kind) {
     case OpKind::F:
-      return {0x4e, 0x79, 0xa7};  // blue
+      return {0x00, 0x72, 0xb2};  // blue
     case OpKind::B:
-      return {0x59, 0xa1, 0x4f};  // green
+      return {0x99, 0x99, 0x33};  // olive
     case OpKind::I:
-      return {0xf2, 0x8e, 0x2b};  // orange
+      return {0xe6, 0x9f, 0x00};  // orange
     case OpKind::W:
-      return {0xb0, 0x7a, 0xa1};  // purple
+      return {0x88, 0x22, 0x55};  // wine
     case OpKind::OVERLAP_F_B:
-      return {0xe1, 0x57, 0x59};  // red
+      return {0xee, 0x66, 0x77};  // rose
     default:
       return {0x9c, 0x9c, 0x9c};  // grey: not a compute op
   }
@@ -50,15 +53,21 @@ inline std::string hex(Rgb c) {
   return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b);
 }
 
-// "#4e79a7" for an F of chunk 0.
+// "#0072b2" for an F of chunk 0.
 inline std::string kind_color(schedules::OpKind kind, int chunk = 0, int chunks = 1) {
   return hex(chunk_shade(kind_rgb(kind), chunk, chunks));
 }
 
-// Dark text on light fills, white on dark ones.
+// Dark text on light fills, white on dark ones: whichever has the higher WCAG 2 contrast ratio
+// (relative luminances of sRGB, (L1 + 0.05) / (L2 + 0.05)).
 inline std::string_view text_color_on(Rgb c) {
-  const double luma = 0.299 * c.r + 0.587 * c.g + 0.114 * c.b;
-  return luma > 150 ? "#1a1a1a" : "#ffffff";
+  auto lin = [](std::uint8_t v) {
+    const double x = v / 255.0;
+    return x <= 0.04045 ? x / 12.92 : std::pow((x + 0.055) / 1.055, 2.4);
+  };
+  const double L = 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
+  const double dark = 0.0103;  // #1a1a1a
+  return (L + 0.05) / (dark + 0.05) > 1.05 / (L + 0.05) ? "#1a1a1a" : "#ffffff";
 }
 
 inline std::string_view kind_label(schedules::OpKind kind) {
