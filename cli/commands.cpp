@@ -323,6 +323,17 @@ int run_guarded(const std::string& source, const std::function<int()>& body) {
   return guarded(source, body);
 }
 
+void for_each_point(const std::vector<config::Config>& points, const CommonOptions& common,
+                    const std::function<void(std::size_t)>& run) {
+  Progress progress("simulating", points.size());
+  // Each point is checked against the whole --max-memory: no more run at once than fit in it.
+  const unsigned jobs = config::jobs_within_memory(
+      points, {common.max_memory, config::Workload::run}, base::default_jobs());
+  base::parallel_for(points.size(), jobs, run,
+                     [&](std::size_t i) { progress.update(i, points[i].name); });
+  progress.finish();
+}
+
 int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common) {
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
@@ -330,17 +341,9 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
     const std::vector<config::Config> points = sweep_points(paths, sweep, common);
     // Points are independent: simulated on all cores (PPSIM_JOBS), each into its own slot.
     std::vector<record::RunRecord> runs(points.size());
-    Progress progress("simulating", points.size());
-    // Each point is checked against the whole --max-memory: no more run at once than fit in it.
-    const unsigned jobs = config::jobs_within_memory(
-        points, {common.max_memory, config::Workload::run}, base::default_jobs());
-    base::parallel_for(
-        points.size(), jobs,
-        [&](std::size_t i) {
-          runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
-        },
-        [&](std::size_t i) { progress.update(i, points[i].name); });
-    progress.finish();
+    for_each_point(points, common, [&](std::size_t i) {
+      runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
+    });
     if (json) {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& a : runs) arr.push_back(viz::to_json(a));

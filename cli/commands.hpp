@@ -94,6 +94,10 @@ std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
                                          const SweepOptions& sweep, const CommonOptions& common,
                                          config::Workload kept = config::Workload::program);
 int run_guarded(const std::string& source, const std::function<int()>& body);
+// `run(i)` for each of `points`, on all cores (PPSIM_JOBS) as far as --max-memory lets them run at
+// once, with a progress line.
+void for_each_point(const std::vector<config::Config>& points, const CommonOptions& common,
+                    const std::function<void(std::size_t)>& run);
 
 // `ppsim real` (docs/EXECUTOR.md). Values as typed, checked by cmd_real so that errors name the
 // option; each given one overrides the config's `real` section.

@@ -6,7 +6,6 @@
 
 #include "commands.hpp"
 #include "ppsim/base/excerpt.hpp"
-#include "ppsim/base/parallel_for.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/reader.hpp"
 #include "ppsim/config/sweep.hpp"
@@ -14,7 +13,6 @@
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/sim/simulator.hpp"
 #include "ppsim/viz/json_report.hpp"
-#include "progress.hpp"
 
 namespace ppsim::cli {
 
@@ -49,23 +47,15 @@ std::vector<FamilyRun> run_families(const config::Config& base, const CommonOpti
   }
   std::vector<std::optional<record::RunRecord>> runs(points.size());
   std::vector<std::string> errors(points.size());
-  Progress progress("simulating", points.size());
-  // Each run is checked against the whole --max-memory: no more run at once than fit in it.
-  const unsigned jobs = config::jobs_within_memory(
-      points, {common.max_memory, config::Workload::run}, base::default_jobs());
-  base::parallel_for(
-      points.size(), jobs,
-      [&](std::size_t i) {
-        try {
-          runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
-        } catch (const config::ConfigError& e) {
-          errors[i] = e.message();
-        } catch (const sim::SimulationError& e) {  // e.g. a given B without I/W for zb
-          errors[i] = e.what();
-        }
-      },
-      [&](std::size_t i) { progress.update(i, points[i].name); });
-  progress.finish();
+  for_each_point(points, common, [&](std::size_t i) {
+    try {
+      runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
+    } catch (const config::ConfigError& e) {
+      errors[i] = e.message();
+    } catch (const sim::SimulationError& e) {  // e.g. a given B without I/W for zb
+      errors[i] = e.what();
+    }
+  });
   for (std::size_t i = 0; i < points.size(); ++i) {
     out[slot[i]].run = std::move(runs[i]);
     out[slot[i]].error = errors[i];
