@@ -168,8 +168,10 @@ std::string text_report(const config::Prepared& p, const std::vector<FamilyRun>&
         "\n  achieved efficiency of the given costs (FLOP/s / peak): F {}, I {}, W {}\n",
         pct(a.forward), pct(a.backward_input), pct(a.backward_weight));
   }
-  out += fmt::format("\n  schedules at M={} (each with its default comm; peak = busiest rank):\n",
-                     p.program->microbatches());
+  out +=
+      fmt::format("\n  schedules at M={} ({}; peak = busiest rank):\n", p.program->microbatches(),
+                  c.default_comm ? std::string("each with its default comm")
+                                 : fmt::format("all with comm style {}", c.lowering.style));
   out += fmt::format("  {:<18} {:>10} {:>5} {:>12} {:>7}  {}\n", "schedule", "peak", "rank",
                      "makespan", "bubble", "verdict");
   for (const auto& f : families) {

@@ -147,7 +147,7 @@ model::Derivation derive(const Config& c, const schedules::Program& program) {
         positions[static_cast<std::size_t>(path[i])] = static_cast<int>(i);
     }
     for (int& p : positions)
-      if (p < 0) p = 0;  // a stage no route passes runs nothing
+      if (p < 0) p = 0;  // a stage no route passes runs no op: costed as a first stage
   } else {
     for (int s = 0; s < program.stages(); ++s) positions[static_cast<std::size_t>(s)] = s;
   }
