@@ -120,9 +120,11 @@ int run_cli(int argc, char** argv) {
       ->required();
   model_sub->add_flag("--json", model_json, "print one JSON object");
   std::string calibration;
-  model_sub->add_option("--calibration", calibration,
-                        "measured costs to set against the derived ones: the calibrated fragment "
-                        "of `ppsim real --calibrate --json` (or its whole output)");
+  model_sub
+      ->add_option("--calibration", calibration,
+                   "measured costs to set against the derived ones: the calibrated fragment "
+                   "of `ppsim real --calibrate --json` (or its whole output)")
+      ->type_name("FILE");
   add_set(model_sub);
 
   // Values are checked by cmd_real so that each error names its option (docs/EXECUTOR.md).
