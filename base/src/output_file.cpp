@@ -325,8 +325,8 @@ bool same_file(const std::string& a, const std::string& b) {
 
 namespace {
 
-// The descriptor a path names: /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (or this
-// process's pid); -1 for any other path. Such a path is written through the descriptor itself,
+// The descriptor a path names: /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (or
+// this process's pid); -1 for any other path. Such a path is written through the descriptor itself,
 // so that `--trace /dev/stdout | cat` reaches the pipe and `>> file` appends (a rename would
 // replace the file; /proc's links do not even name a path for a pipe).
 int descriptor_of(const std::string& path) {
