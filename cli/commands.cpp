@@ -338,7 +338,35 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
                 const SweepOptions& sweep, const CommonOptions& common) {
   return guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     // All points first, so the progress line knows how many there are.
-    const std::vector<config::Config> points = sweep_points(paths, sweep, common);
+    std::vector<config::Config> points = sweep_points(paths, sweep, common);
+    // --shard I/N: points I, I+N, ... (a Slurm array task), as JSON that `ppsim merge` joins.
+    std::vector<std::size_t> index;
+    const std::size_t total = points.size();
+    if (!sweep.shard.empty()) {
+      const auto [shard, count] = parse_shard(sweep.shard);
+      if (!json) throw UsageError("--shard writes JSON for `ppsim merge`: add --json");
+      std::vector<config::Config> mine;
+      for (std::size_t i = 0; i < points.size(); ++i)
+        if (static_cast<int>(i % static_cast<std::size_t>(count)) == shard) {
+          mine.push_back(std::move(points[i]));
+          index.push_back(i);
+        }
+      points = std::move(mine);
+      std::vector<record::RunRecord> shard_runs(points.size());
+      for_each_point(points, common, [&](std::size_t i) {
+        shard_runs[i] = sim::analyze(points[i], {.max_memory = common.max_memory});
+      });
+      nlohmann::json rows = nlohmann::json::array();
+      for (std::size_t i = 0; i < shard_runs.size(); ++i)
+        rows.push_back({{"point", index[i]}, {"run", viz::to_json(shard_runs[i])}});
+      std::cout << viz::json_text(
+                       {{"compare_shard", {{"index", shard}, {"count", count}, {"points", total}}},
+                        {"rows", rows}})
+                << "\n";
+      for (const auto& a : shard_runs)
+        if (!a.ok()) return kWrong;
+      return kOk;
+    }
     // Points are independent: simulated on all cores (PPSIM_JOBS), each into its own slot.
     std::vector<record::RunRecord> runs(points.size());
     for_each_point(points, common, [&](std::size_t i) {

@@ -42,6 +42,7 @@ struct CommonOptions {
 // checked by cmd_compare so that an empty or bad element is an error naming the option.
 struct SweepOptions {
   std::vector<std::string> schedules, microbatches, chunks;
+  std::string shard;  // --shard I/N: only points i with i mod N == I, as JSON for `ppsim merge`
 };
 
 // What `ppsim run` writes besides its summary.
@@ -116,5 +117,26 @@ int cmd_real(const std::string& config, const RealOptions& options, const Common
 std::vector<std::string> split_list(const std::string& option, const std::vector<std::string>& raw);
 std::vector<int> parse_positive_list(const std::string& option,
                                      const std::vector<std::string>& raw);
+
+// `ppsim search` and `ppsim merge` (cli/search.cpp, docs/SEARCH.md). Values as typed, checked by
+// cmd_search so that errors name the option.
+struct SearchCliOptions {
+  std::string memory_limit;  // --memory-limit: bytes, or with a unit (80GB, 74.5GiB)
+  double time_limit = 0;     // --time-limit S
+  std::uint64_t seed = 1;    // --seed
+  std::string shard;         // --shard I/N
+  bool mpi = false;          // --mpi: one shard per process under mpirun, gathered by process 0
+  bool json = false;
+  std::string output;             // -o: the winner as a runnable config (or CSV)
+  std::string format = "config";  // --format config|torch-csv
+  std::string report_file;        // --report: HTML with the Pareto chart and the winner
+};
+int cmd_search(const std::string& config, const SearchCliOptions& options,
+               const CommonOptions& common);
+int cmd_merge(const std::vector<std::string>& results, bool json, const std::string& output);
+// "I/N" with 0 <= I < N -> (I, N); throws UsageError naming --shard.
+std::pair<int, int> parse_shard(const std::string& text);
+// "80GB", "74.5GiB", "1e9", "1000000" -> bytes; throws UsageError naming `option`.
+std::int64_t parse_bytes(const std::string& option, const std::string& text);
 
 }  // namespace ppsim::cli

@@ -97,6 +97,11 @@ int run_cli(int argc, char** argv) {
       ->add_option("--chunks", sweep.chunks,
                    "sweep: chunks per rank (schedules that take chunks), e.g. 2,4")
       ->type_name("LIST");
+  compare
+      ->add_option(
+          "--shard", sweep.shard,
+          "run points I, I+N, ... only (a Slurm array index); with --json, for `ppsim merge`")
+      ->type_name("I/N");
   add_set(compare);
 
   auto* check = app.add_subcommand(
@@ -126,6 +131,48 @@ int run_cli(int argc, char** argv) {
                    "of `ppsim real --calibrate --json` (or its whole output)")
       ->type_name("FILE");
   add_set(model_sub);
+
+  SearchCliOptions search_options;
+  auto* search_sub = app.add_subcommand(
+      "search", "the fastest schedule that finishes within a per-rank memory limit");
+  search_sub->add_option("config", config, "JSON config file (its P, M, costs and comm)")
+      ->required();
+  search_sub
+      ->add_option("--memory-limit", search_options.memory_limit,
+                   "per rank: bytes or with a unit, e.g. 80GB (default hardware.memory_bytes)")
+      ->type_name("BYTES");
+  search_sub
+      ->add_option("--time-limit", search_options.time_limit,
+                   "seconds the local search may take in all (default: its op budget alone)")
+      ->type_name("S");
+  search_sub->add_option("--seed", search_options.seed, "local search seed (default 1)");
+  search_sub
+      ->add_option("--shard", search_options.shard,
+                   "run shard I of N (a Slurm array index); join them with `ppsim merge`")
+      ->type_name("I/N");
+  search_sub->add_flag("--mpi", search_options.mpi,
+                       "under mpirun: each process searches a shard, process 0 prints the whole");
+  search_sub->add_flag("--json", search_options.json, "print one JSON object");
+  search_sub
+      ->add_option("-o,--output", search_options.output,
+                   "write the winner: a runnable config, or a CSV with --format torch-csv")
+      ->type_name("FILE");
+  search_sub->add_option("--format", search_options.format, "config (default) or torch-csv");
+  search_sub
+      ->add_option("--report", search_options.report_file,
+                   "HTML report: the Pareto chart and the winner's timeline")
+      ->type_name("FILE");
+  add_set(search_sub);
+
+  std::vector<std::string> merge_files;
+  bool merge_json = false;
+  std::string merge_output;
+  auto* merge_sub =
+      app.add_subcommand("merge", "join the JSON results of `ppsim search --shard` runs");
+  merge_sub->add_option("results", merge_files, "JSON files, one per shard")->required();
+  merge_sub->add_flag("--json", merge_json, "print one JSON object");
+  merge_sub->add_option("-o,--output", merge_output, "write the merged JSON here")
+      ->type_name("FILE");
 
   // Values are checked by cmd_real so that each error names its option (docs/EXECUTOR.md).
   RealOptions real_options;
@@ -262,6 +309,12 @@ int run_cli(int argc, char** argv) {
   } else if (*imp) {
     outputs = {{"--output", import_options.output}};
     inputs = {import_csv};
+  } else if (*search_sub) {
+    outputs = {{"--output", search_options.output}, {"--report", search_options.report_file}};
+    inputs = {config};
+  } else if (*merge_sub) {
+    outputs = {{"--output", merge_output}};
+    inputs = merge_files;
   }  // report -o and check --junit against their inputs: cmd_report, cmd_check (every file)
   if (const std::string clash = colliding_outputs(outputs, inputs); !clash.empty()) {
     std::cerr << "ppsim: error: " << clash << "\n";
@@ -279,6 +332,8 @@ int run_cli(int argc, char** argv) {
   if (*check) return cmd_check(configs, json, junit_file, common);
   if (*list) return cmd_list();
   if (*model_sub) return cmd_model(config, model_json, calibration, common);
+  if (*search_sub) return cmd_search(config, search_options, common);
+  if (*merge_sub) return cmd_merge(merge_files, merge_json, merge_output);
   if (*exp && (export_options.format != "text" || export_options.compute_only ||
                !export_options.output.empty()))
     return export_options.format == "text"

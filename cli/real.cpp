@@ -544,8 +544,9 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
     }
 
     if (report) {
-      viz::write_html_report(report->stream(), {predicted, run.record},
-                             {fmt::format("{}: simulated and measured", cfg.name)});
+      viz::HtmlReportOptions options;
+      options.title = fmt::format("{}: simulated and measured", cfg.name);
+      viz::write_html_report(report->stream(), {predicted, run.record}, options);
       report->commit();
     }
 

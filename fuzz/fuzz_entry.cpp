@@ -14,6 +14,7 @@
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/schedules/torch_csv.hpp"
+#include "ppsim/search/search.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/sim/simulator.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
@@ -264,7 +265,22 @@ Outcome pipeline_entry(std::string_view bytes) {
   });
 }
 
+Outcome search_result_entry(std::string_view bytes) {
+  try {
+    const auto j = config::parse_json_text(std::string(bytes), kSource);
+    const search::SearchResult r = search::from_json(j, kSource);
+    const auto once = search::to_json(r);
+    if (search::to_json(search::from_json(once, kSource)) != once)
+      throw std::logic_error("a search result does not survive to_json -> from_json");
+    if (r.shard.count == 1) search::merge({r});
+    return Outcome::accepted;
+  } catch (const config::ConfigError&) {
+    return Outcome::rejected;
+  }
+}
+
 Outcome run_entry(const std::string& target, std::string_view bytes) {
+  if (target == "search_result") return search_result_entry(bytes);
   if (target == "config") return config_entry(bytes);
   if (target == "oplist") return oplist_entry(bytes);
   if (target == "torch_csv") return torch_csv_entry(bytes);

@@ -34,7 +34,12 @@ Outcome torch_csv_entry(std::string_view bytes);
 // trace written must parse back as JSON.
 Outcome pipeline_entry(std::string_view bytes);
 
-// Name for messages: "config", "oplist", "torch_csv", "pipeline".
+// Bytes = a `ppsim search --json` result, as `ppsim merge` reads it: from_json -> to_json ->
+// from_json -> to_json must give the same JSON, and merge of it alone must succeed when it is
+// the only shard.
+Outcome search_result_entry(std::string_view bytes);
+
+// Name for messages: "config", "oplist", "torch_csv", "pipeline", "search_result".
 Outcome run_entry(const std::string& target, std::string_view bytes);
 
 }  // namespace ppsim::fuzz

@@ -9,7 +9,7 @@ import hashlib, json, pathlib, re, subprocess, sys
 root = pathlib.Path(__file__).resolve().parent.parent
 ppsim = sys.argv[1]
 out = root / "fuzz" / "corpus"
-seeds = {"config": [], "oplist": [], "pipeline": []}
+seeds = {"config": [], "oplist": [], "pipeline": [], "search_result": []}
 
 configs = sorted((root / "configs").glob("*.json"))
 small = [("schedule.ranks=3", "schedule.microbatches=4")]
@@ -86,6 +86,21 @@ for s in [["model.recompute=\"full\"", "model.sequence_parallel=false"],
 # A few malformed JSON documents (the reader's error paths).
 for bad in ['{"schedule": {"kind": "1f1b", "ranks": 4,\n}', '{"a":[1,2', "", "[]", '{"schedule": 1}']:
     seeds["config"].append(bad)
+
+# `ppsim search --json` results as `ppsim merge` reads them: shards of tiny searches (a few
+# candidates each, so a seed stays under the fuzzer's 4096 bytes), a winner's config included.
+import tempfile
+with tempfile.TemporaryDirectory() as tmp:
+    tiny = {"name": "t", "schedule": {"kind": "zb-h1", "ranks": 2, "microbatches": 2},
+            "costs": {"forward": 1, "backward_input": 1, "backward_weight": 1},
+            "memory": {"activation_bytes": 4, "weight_stash_bytes": 2}}
+    path = pathlib.Path(tmp) / "tiny.json"
+    path.write_text(json.dumps(tiny))
+    for shard in ["0/40", "1/40", "5/40", "30/40", "38/40", "39/40"]:
+        r = subprocess.run([ppsim, "search", str(path), "--memory-limit", "16", "--json",
+                            "--shard", shard], capture_output=True, text=True, check=True)
+        seeds["search_result"].append(json.dumps(json.loads(r.stdout), separators=(",", ":")))
+seeds["search_result"] += ['{"name":"t","shard":{"index":2,"count":1}}', "[]", '{"best":null}']
 
 for target, items in seeds.items():
     d = out / target

@@ -12,6 +12,7 @@ packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli
   zlib1g-dev                # gzip-compressed traces (.json.gz), and the tests that read them
   libisal-dev               # ISA-L's igzip: .json.gz written several times faster than with zlib
   libxml2-dev               # tests read the SVG timelines back with libxml2
+  libglpk-dev               # GLPK: `ppsim search`'s exact model of small instances
   libopenmpi-dev openmpi-bin)  # the mpi backend (several processes under mpirun) and its test
 [ "${1:-}" = "--browser" ] && packages+=(chromium)
 missing=()

@@ -6,17 +6,7 @@ fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out="$tmp/out"
-expect() {  # expect CODE ARGS...
-  local want=$1; shift
-  "$PPSIM" "$@" >"$out" 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: ppsim $* exited $got, expected $want"; head -c 2000 "$out"; fail=1
-  else
-    echo "ok: ppsim $* -> $got"
-  fi
-}
-has() { if grep -qF -- "$1" "$out"; then echo "ok: has '$1'"; else echo "FAIL: lacks '$1'"; head -c 2000 "$out"; fail=1; fi; }
+source "$(dirname "$0")/cli_expect.sh"
 llama="$SRC/configs/models/llama2-70b.json"
 
 expect 0 model "$llama"

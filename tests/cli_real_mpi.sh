@@ -104,4 +104,14 @@ contains "$tmp/err" "cannot create a temporary file in $tmp/no/such/dir"
 "$PPSIM" real "$SRC/configs/1f1b.json" --backend mpi >"$tmp/out" 2>"$tmp/err"
 check_code 2 $? "mpi without mpirun"
 contains "$tmp/err" "(mpirun -np 4)"
+# `ppsim search --mpi`: each process a shard, process 0 prints the merged result, the same bytes
+# as one process searching alone (docs/SEARCH.md).
+mpi 2 search "$SRC/configs/zb-h1.json" --memory-limit 4GB --mpi --json
+check_code 0 $? "search --mpi under mpirun -np 2"
+"$PPSIM" search "$SRC/configs/zb-h1.json" --memory-limit 4GB --json >"$tmp/one.json" 2>"$tmp/err"
+if cmp -s "$tmp/out" "$tmp/one.json"; then echo "ok: search --mpi == one process"; else
+  echo "FAIL: search --mpi differs from one process"; fail=1; fi
+mpi 2 search "$SRC/configs/zb-h1.json" --mpi --json
+check_code 2 $? "search --mpi without a memory limit"
+contains "$tmp/err" "hardware.memory_bytes"
 exit $fail

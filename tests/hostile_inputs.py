@@ -263,6 +263,8 @@ def run_one(ppsim, case, sub, tmo, work):
         args += ["run", "--json", path]
     elif sub == "model-json":
         args += ["model", "--json", path]
+    elif sub == "search-json":
+        args += ["search", "--json", "--memory-limit", "80GB", path]
     else:  # run-trace (Chrome JSON) or run-pftrace (Perfetto protobuf)
         tdir = tempfile.mkdtemp(dir=work, prefix="trace-")
         trace_name = "trace.pftrace" if sub == "run-pftrace" else "trace.json"
@@ -273,7 +275,7 @@ def run_one(ppsim, case, sub, tmo, work):
     tf.close()
     cmd = ["/usr/bin/time", "-f", "%e %M", "-o", tf.name, "timeout", "-k", "5", str(tmo)] + args
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub in ("run-json", "check", "model-json") else subprocess.DEVNULL,
+        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub in ("run-json", "check", "model-json", "search-json") else subprocess.DEVNULL,
                            stderr=subprocess.PIPE)
     except OSError as e:  # e.g. an argument over the kernel's limit: the input is broken
         os.unlink(tf.name)
@@ -293,7 +295,8 @@ def run_one(ppsim, case, sub, tmo, work):
     if rc >= 128 or rc < 0 or any(s in err for s in (b"AddressSanitizer", b"runtime error:",
                                                       b"terminate called", b"Segmentation")):
         v.append("crash")
-    if rc == 124 or secs > SLOW_S:
+    # A search runs about 85 programs of the config's size (docs/SEARCH.md): six times the time.
+    if rc == 124 or secs > SLOW_S * (6 if sub == "search-json" else 1):
         v.append("slow")
     if rss > BIG_MIB:
         v.append("memory")
@@ -303,7 +306,7 @@ def run_one(ppsim, case, sub, tmo, work):
         v.append("nofile")
     if len(err) > ECHO_BYTES or (sub == "check" and len(p.stdout) > ECHO_BYTES and rc == 2):
         v.append("echo")
-    if rc in (0, 1) and sub in ("run-json", "model-json") and not valid_json(p.stdout):
+    if rc in (0, 1) and sub in ("run-json", "model-json", "search-json") and not valid_json(p.stdout):
         v.append("badjson")
     if tdir:
         trace = os.path.join(tdir, trace_name)
@@ -325,7 +328,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=20)
     ap.add_argument("--only", default="")
-    ap.add_argument("--subcommands", default="check,run-json,run-trace,run-pftrace,model-json")
+    ap.add_argument("--subcommands",
+                    default="check,run-json,run-trace,run-pftrace,model-json,search-json")
     ap.add_argument("--keep", default="")
     a = ap.parse_args()
     ppsim = os.path.abspath(a.ppsim)

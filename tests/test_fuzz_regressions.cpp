@@ -68,10 +68,16 @@ TEST_CASE("fuzz_regressions.prepare_validate_simulate_inputs_end", "[fuzz]") {
   replay("pipeline", "corpus");
 }
 
+TEST_CASE("fuzz_regressions.search_result_reader_inputs_end", "[fuzz][search]") {
+  // fuzz regressions: `ppsim merge`'s reader of search results ends accepted or in a ConfigError
+  replay("search_result", "regressions");
+  replay("search_result", "corpus");
+}
+
 TEST_CASE("fuzz_regressions.target_has_seeds_valid_seeds", "[fuzz]") {
   // fuzz corpus: every target has seeds, and valid seeds are accepted
   using ppsim::fuzz::Outcome;
-  for (const char* t : {"config", "oplist", "torch_csv", "pipeline"})
+  for (const char* t : {"config", "oplist", "torch_csv", "pipeline", "search_result"})
     CHECK(files_under(fs::path(PPSIM_FUZZ_DIR) / "corpus" / t).size() >= 5);
   const std::string cfg = read_bytes(fs::path(PPSIM_FUZZ_DIR) / ".." / "configs" / "1f1b.json");
   CHECK(ppsim::fuzz::config_entry(cfg) == Outcome::accepted);

@@ -455,6 +455,39 @@ constexpr std::string_view kScript = R"js(
                     y: { beginAtZero: true, title: { display: true, text: 'bubble fraction' } } } } });
       ++charts;
     }
+    if (data.pareto) {
+      var groups = [['on the front', '#0072b2', 'circle'], ['other candidates', '#999999', 'circle'],
+                    ['over the limit', '#ee6677', 'crossRot'], ['best', '#e69f00', 'star']];
+      var sets = groups.map(function (g) {
+        return { label: g[0], data: [], borderColor: g[1], backgroundColor: g[1], pointStyle: g[2],
+                 pointRadius: g[0] === 'best' ? 9 : 4 };
+      });
+      var front = [];
+      data.pareto.points.forEach(function (p) {
+        var pt = { x: p.memory / 1e9, y: p.makespan, label: p.label };
+        sets[p.best ? 3 : !p.within_limit ? 2 : p.front ? 0 : 1].data.push(pt);
+        if (p.front) front.push(pt);
+      });
+      front.sort(function (a, b) { return a.x - b.x; });
+      sets.push({ label: 'Pareto front', data: front, showLine: true, borderColor: '#0072b2',
+                  pointRadius: 0, borderWidth: 1.5, pointStyle: 'line' });
+      if (data.pareto.limit > 0) {
+        var ys = data.pareto.points.map(function (p) { return p.makespan; });
+        sets.push({ label: 'memory limit', data: [{ x: data.pareto.limit / 1e9, y: Math.min.apply(null, ys) },
+                    { x: data.pareto.limit / 1e9, y: Math.max.apply(null, ys) }], showLine: true,
+                    borderColor: '#777', borderDash: [6, 4], pointRadius: 0, pointStyle: 'line' });
+      }
+      new Chart(document.getElementById('chart-pareto'), { type: 'scatter',
+        data: { datasets: sets }, options: { maintainAspectRatio: false,
+          plugins: { title: { display: true, text: 'makespan against peak memory' },
+                     tooltip: { callbacks: { label: function (c) {
+                       return (c.raw.label || c.dataset.label) + ': ' + c.raw.y.toPrecision(6) +
+                              ' at ' + c.raw.x.toFixed(2) + ' GB'; } } },
+                     legend: { labels: { usePointStyle: true, boxHeight: 7 } } },
+          scales: { x: { title: { display: true, text: 'peak memory of the busiest rank (GB)' } },
+                    y: { title: { display: true, text: 'makespan' } } } } });
+      ++charts;
+    }
     body.dataset.charts = charts;
     // page.html#selftest (the browser test): hover the first box and sort by makespan, and say
     // what came of it.
@@ -503,6 +536,17 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
   data["rank_colors"] = colors;
   data["memory"] = nlohmann::json::array();
   data["sweep"] = sweep_chart(runs);
+  if (!options.pareto.empty()) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : options.pareto)
+      points.push_back({{"label", p.label},
+                        {"memory", p.memory},
+                        {"makespan", p.makespan},
+                        {"within_limit", p.within_limit},
+                        {"front", p.front},
+                        {"best", p.best}});
+    data["pareto"] = {{"points", points}, {"limit", options.memory_limit}};
+  }
 
   std::ostringstream runs_html;
   std::size_t timelines = 0;
@@ -558,7 +602,8 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
     runs_html << "</div>\n";
   }
 
-  const std::size_t charts = data["memory"].size() + (data["sweep"].is_null() ? 0 : 1);
+  const std::size_t charts =
+      data["memory"].size() + (data["sweep"].is_null() ? 0 : 1) + (data.contains("pareto") ? 1 : 0);
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          // Nothing but what the page holds: no fetch can leave it, even by mistake.
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -602,6 +647,12 @@ void write_html_report(std::ostream& out, const std::vector<record::RunRecord>& 
                               data["sweep"]["closed_form_gap"].get<double>())
                 : std::string())
         << "<div class=\"chart sweep\"><canvas id=\"chart-sweep\"></canvas></div>\n";
+
+  if (data.contains("pareto"))
+    out << "<h2 id=\"pareto\">Makespan against peak memory</h2>\n<p class=\"meta\">Every "
+           "candidate of the search that ran to the end; the front joins those no other beats "
+           "on both; the dashed line is the memory limit. The best is the star; its timeline is "
+           "below.</p>\n<div class=\"chart sweep\"><canvas id=\"chart-pareto\"></canvas></div>\n";
 
   out << fmt::format(
       "<h2 id=\"timelines\">Timelines</h2>\n<p class=\"meta\">One shared time axis (0 to {:.3f} "

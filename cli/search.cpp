@@ -1,0 +1,389 @@
+// `ppsim search CONFIG` and `ppsim merge RESULTS...` (docs/SEARCH.md): the fastest schedule within
+// a memory limit, as a table, JSON, a runnable config or a PyTorch CSV, and the shards of one
+// search joined again.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "ppsim/base/excerpt.hpp"
+#include "ppsim/base/human_bytes.hpp"
+#include "ppsim/base/output_file.hpp"
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/config/reader.hpp"
+#include "ppsim/real/backend_error.hpp"
+#include "ppsim/real/mpi_backend.hpp"
+#include "ppsim/schedules/torch_csv.hpp"
+#include "ppsim/search/search.hpp"
+#include "ppsim/sim/analysis.hpp"
+#include "ppsim/viz/html_report.hpp"
+#include "ppsim/viz/json_report.hpp"
+#include "progress.hpp"
+
+namespace ppsim::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::string gb(std::int64_t bytes) {
+  return base::human_bytes(static_cast<double>(bytes));
+}
+
+std::string text_report(const search::SearchResult& r) {
+  const std::string u = r.time_unit;
+  std::size_t finished = 0, fit = 0;
+  for (const auto& c : r.candidates) {
+    finished += c.finished;
+    fit += r.within_limit(c);
+  }
+  std::string out = fmt::format(
+      "search {}: P={} M={}, memory limit {} per rank ({}), {} semantics\n"
+      "  {} candidates: {} finished, {} within the limit{}\n\n",
+      base::excerpt(r.name, 120), r.ranks, r.microbatches, gb(r.memory_limit), r.limit_from,
+      r.semantics, r.candidates.size(), finished, fit,
+      r.shard.count > 1 ? fmt::format(" (shard {}/{})", r.shard.index, r.shard.count) : "");
+  if (r.best) {
+    const auto& b = r.candidates[*r.best];
+    int rank = 0;
+    for (std::size_t i = 0; i < b.peak_memory_bytes.size(); ++i)
+      if (b.peak_memory_bytes[i] == b.peak()) {
+        rank = static_cast<int>(i);
+        break;
+      }
+    out += fmt::format("best: {}\n", b.schedule);
+    out += fmt::format(
+        "  makespan {:.6g} {}, bubble {:.4f}, peak {} (rank {}); lower bound {:.6g} {} (gap "
+        "{:.1f}%)\n\n",
+        b.makespan, u, b.bubble_fraction, gb(b.peak()), rank, r.lower_bound, u,
+        r.lower_bound > 0 ? std::max(0.0, b.makespan / r.lower_bound - 1) * 100 : 0.0);
+  } else {
+    out += "best: none finished within the limit\n\n";
+  }
+  out += "best per family:\n";
+  out += fmt::format("  {:<16} {:>12} {:>7} {:>10}  {}\n", "family", "makespan", "bubble", "peak",
+                     "schedule / verdict");
+  std::map<std::string, std::size_t> best;
+  std::vector<std::string> order;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    auto it = best.find(c.family);
+    auto rank_of = [&](const search::Candidate& k) {
+      return r.within_limit(k) ? 2 : k.finished ? 1 : 0;
+    };
+    if (it == best.end()) {
+      best[c.family] = i;
+      order.push_back(c.family);
+    } else {
+      const auto& o = r.candidates[it->second];
+      if (rank_of(c) > rank_of(o) ||
+          (rank_of(c) == rank_of(o) && c.finished && c.makespan < o.makespan))
+        it->second = i;
+    }
+  }
+  for (const auto& f : order) {
+    const auto& c = r.candidates[best[f]];
+    if (!c.finished) {
+      out += fmt::format("  {:<16} {:>12} {:>7} {:>10}  {}\n", f, "-", "-", "-",
+                         base::excerpt(c.verdict, 70));
+      continue;
+    }
+    out +=
+        fmt::format("  {:<16} {:>12.6g} {:>7.4f} {:>10}  {}{}\n", f, c.makespan, c.bubble_fraction,
+                    gb(c.peak()), c.schedule, r.within_limit(c) ? "" : "  (over the limit)");
+  }
+  out += "\npareto front (peak memory against makespan):\n";
+  for (std::size_t i : r.pareto) {
+    const auto& c = r.candidates[i];
+    out += fmt::format("  {:>10} {:>12.6g} {}  {}{}\n", gb(c.peak()), c.makespan, u, c.schedule,
+                       r.within_limit(c) ? "" : "  (over the limit)");
+  }
+  return out;
+}
+
+// The best as a runnable config: a constructed one as built (compute op lists and the comm style
+// that lowers them), a family's as its lowered op lists, which run as written.
+json runnable(const search::Candidate& best) {
+  json j = best.config;
+  if (best.family == "constructed") return j;
+  j["schedule"] = {{"kind", "custom"}, {"ops", best.ops}};
+  if (j.contains("comm") && j["comm"].is_object())
+    for (const char* key :
+         {"style", "prefetch", "overlap_p2p_comm", "parity_batches", "merge_bw", "runtime"})
+      j["comm"].erase(key);
+  return j;
+}
+
+void write_to(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  base::OutputFile out(path);
+  out.stream() << text;
+  out.commit();
+}
+
+void write_outputs(const search::SearchResult& r, const SearchCliOptions& o,
+                   const CommonOptions& common) {
+  if (o.output.empty() && o.report_file.empty()) return;
+  if (!r.best)
+    throw UsageError(fmt::format("{}: nothing finished within the limit: no winner to write",
+                                 o.output.empty() ? "--report" : "-o"));
+  const auto& best = r.candidates[*r.best];
+  const config::Config winner = config::parse_config(runnable(best), r.source + " (winner)");
+  if (!o.output.empty()) {
+    if (o.format == "torch-csv") {
+      const config::Prepared p =
+          config::prepare(winner, {common.max_memory, config::Workload::program});
+      write_to(o.output,
+               schedules::write_torch_csv(*p.program, schedules::TorchCsvForm::compute_only));
+    } else {
+      write_to(o.output, viz::json_text(runnable(best)) + "\n");
+    }
+  }
+  if (!o.report_file.empty()) {
+    std::vector<record::RunRecord> runs;
+    runs.push_back(sim::analyze(winner, {.trace = true, .max_memory = common.max_memory}));
+    viz::HtmlReportOptions ho;
+    ho.title = fmt::format("ppsim search: {}", r.name);
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+      const auto& c = r.candidates[i];
+      if (!c.finished) continue;
+      const bool front = std::find(r.pareto.begin(), r.pareto.end(), i) != r.pareto.end();
+      ho.pareto.push_back(
+          {c.schedule, c.peak(), c.makespan, r.within_limit(c), front, r.best && *r.best == i});
+    }
+    ho.memory_limit = r.memory_limit;
+    base::OutputFile out(o.report_file);
+    viz::write_html_report(out.stream(), runs, ho);
+    out.commit();
+  }
+}
+
+// `compare --shard` outputs joined: each shard once, every point once, rows in point order.
+json merge_compare(const std::vector<json>& docs, const std::vector<std::string>& files) {
+  int count = -1;
+  int points = -1;
+  std::vector<json> rows;
+  std::vector<bool> shard_seen, point_seen;
+  for (std::size_t f = 0; f < docs.size(); ++f) {
+    config::Reader r(docs[f], files[f], "");
+    const json* shard = r.get("compare_shard");
+    if (!shard || !shard->is_object())
+      r.fail("compare_shard",
+             "expected every file to be `ppsim compare --shard I/N --json` output");
+    config::Reader sr(*shard, files[f], "compare_shard.");
+    const int index = sr.integer("index", 0, 0, true);
+    const int n = sr.integer("count", 0, 1, true);
+    const int p = sr.integer("points", 0, 0, true);
+    sr.reject_unknown();
+    if (n > 1'000'000) sr.fail("count", "expected at most 1000000 shards");
+    if (p > 10'000'000) sr.fail("points", "expected at most 10000000 points");
+    if (count < 0) {
+      count = n;
+      points = p;
+      shard_seen.assign(static_cast<std::size_t>(n), false);
+      point_seen.assign(static_cast<std::size_t>(p), false);
+      rows.assign(static_cast<std::size_t>(p), json());
+    }
+    if (n != count || p != points || index >= n)
+      sr.fail("count",
+              fmt::format("is not a shard of the same compare as {} ({} points in {} shards)",
+                          files.front(), points, count));
+    if (shard_seen[static_cast<std::size_t>(index)])
+      sr.fail("index", fmt::format("shard {} is given twice", index));
+    shard_seen[static_cast<std::size_t>(index)] = true;
+    const json* list = r.get("rows");
+    if (!list || !list->is_array()) r.fail("rows", "expected an array of {\"point\", \"run\"}");
+    for (std::size_t k = 0; k < list->size(); ++k) {
+      config::Reader row((*list)[k], files[f], fmt::format("rows[{}].", k));
+      const auto at = static_cast<std::size_t>(row.integer("point", 0, 0, true));
+      if (at >= point_seen.size())
+        row.fail("point", fmt::format("expected a point below {}", points));
+      const json* run = row.get("run");
+      if (!run || !run->is_object()) row.fail("run", "expected the run's JSON object");
+      row.reject_unknown();
+      if (point_seen[at] || static_cast<int>(at % static_cast<std::size_t>(count)) != index)
+        row.fail("point", fmt::format("point {} does not belong to shard {}/{} or is given twice",
+                                      at, index, count));
+      point_seen[at] = true;
+      rows[at] = *run;
+    }
+    r.reject_unknown();
+  }
+  for (std::size_t i = 0; i < shard_seen.size(); ++i)
+    if (!shard_seen[i])
+      throw config::ConfigError(files.front(), "compare_shard",
+                                fmt::format("shard {} of {} is missing", i, count));
+  for (std::size_t i = 0; i < point_seen.size(); ++i)
+    if (!point_seen[i])
+      throw config::ConfigError(files.front(), "rows", fmt::format("point {} is missing", i));
+  return json(rows);
+}
+
+void print(const search::SearchResult& r, bool as_json) {
+  if (as_json)
+    std::cout << viz::json_text(search::to_json(r)) << "\n";
+  else
+    std::cout << text_report(r);
+}
+
+}  // namespace
+
+std::int64_t parse_bytes(const std::string& option, const std::string& text) {
+  const auto bad = [&] {
+    return UsageError(fmt::format(
+        "{}: expected bytes, a number with an optional unit (80GB, 74.5GiB, 8e10), got '{}'",
+        option, base::excerpt(text, 40)));
+  };
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+  std::string unit = text.substr(used);
+  double scale = 1;
+  static const std::pair<const char*, double> units[] = {{"", 1},
+                                                         {"B", 1},
+                                                         {"KB", 1e3},
+                                                         {"MB", 1e6},
+                                                         {"GB", 1e9},
+                                                         {"TB", 1e12},
+                                                         {"KiB", 1024.0},
+                                                         {"MiB", 1048576.0},
+                                                         {"GiB", 1073741824.0},
+                                                         {"TiB", 1099511627776.0}};
+  bool known = false;
+  for (const auto& [name, s] : units)
+    if (unit == name) {
+      scale = s;
+      known = true;
+    }
+  const double bytes = value * scale;
+  if (!known || !std::isfinite(bytes) || bytes < 1 || bytes > 9.0e18) throw bad();
+  return static_cast<std::int64_t>(bytes);
+}
+
+int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonOptions& common) {
+  return run_guarded(path, [&] {
+    search::SearchOptions so;
+    if (!o.memory_limit.empty()) so.memory_limit = parse_bytes("--memory-limit", o.memory_limit);
+    if (!(o.time_limit >= 0) || o.time_limit > 1e6)
+      throw UsageError("--time-limit: expected seconds >= 0");
+    if (o.format != "config" && o.format != "torch-csv")
+      throw UsageError(fmt::format("--format: expected config or torch-csv, got '{}'",
+                                   base::excerpt(o.format, 40)));
+    if (o.format != "config" && o.output.empty())
+      throw UsageError("--format goes with -o FILE (the winner's file)");
+    refuse_input_as_output("--output", o.output, path);
+    refuse_input_as_output("--report", o.report_file, path);
+    if (!o.shard.empty()) {
+      const auto [index, count] = parse_shard(o.shard);
+      so.shard = {index, count};
+    }
+    if (o.mpi && !o.shard.empty())
+      throw UsageError("--mpi and --shard: the processes are the shards");
+    so.time_limit = o.time_limit;
+    so.seed = o.seed;
+    so.limits = {common.max_memory, config::Workload::run};
+    // A PyTorch CSV runs under PyTorch's runtime, on NCCL: the winner is chosen as it will run
+    // there (and as `ppsim import` of the CSV runs it).
+    std::vector<std::string> overrides = common.overrides;
+    if (o.format == "torch-csv") {
+      overrides.push_back("comm.style=torch");
+      overrides.push_back("comm.semantics=nccl");
+    }
+    const config::Config cfg = config::load_config(path, overrides);
+    Progress progress("searching", 1);
+    so.progress = [&](std::size_t i, std::size_t n, const std::string& label) {
+      progress.phase("searching", n);
+      progress.update(i, label);
+    };
+    if (!o.mpi) {
+      const search::SearchResult r = search::search(cfg, so);
+      progress.finish();
+      write_outputs(r, o, common);
+      print(r, o.json);
+      return kOk;
+    }
+    // Under mpirun (real/mpi's plugin): process p runs shard p of the processes, process 0
+    // gathers the shards' JSON, merges and writes; the others print nothing.
+    std::unique_ptr<real::World> world;
+    try {
+      world = real::make_mpi_world();
+    } catch (const real::BackendUnavailable& e) {
+      throw UsageError(fmt::format("--mpi: {}", e.what()));
+    }
+    so.shard = {world->process(), world->processes()};
+    std::string mine;
+    try {
+      mine = search::to_json(search::search(cfg, so)).dump();
+    } catch (const std::exception& e) {
+      // The others would wait in the gather: say why and end the job.
+      std::cerr << "ppsim: error: " << path << ": process " << world->process() << ": " << e.what()
+                << "\n";
+      world->abort(kBadInput);
+    }
+    progress.finish();
+    const std::vector<std::string> parts = world->gather(mine);
+    if (world->process() != 0) return kOk;
+    std::vector<search::SearchResult> results;
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      results.push_back(search::from_json(json::parse(parts[i]), fmt::format("process {}", i)));
+    const search::SearchResult r = search::merge(results);
+    write_outputs(r, o, common);
+    print(r, o.json);
+    return kOk;
+  });
+}
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  const auto bad = [&] {
+    return UsageError(fmt::format("--shard: expected I/N with 0 <= I < N (e.g. 0/4), got '{}'",
+                                  base::excerpt(text, 40)));
+  };
+  if (slash == std::string::npos) throw bad();
+  auto number = [&](const std::string& digits) {
+    if (digits.empty() || digits.size() > 7 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      throw bad();
+    return std::stoi(digits);
+  };
+  const int index = number(text.substr(0, slash)), count = number(text.substr(slash + 1));
+  if (count < 1 || index >= count) throw bad();
+  return {index, count};
+}
+
+int cmd_merge(const std::vector<std::string>& files, bool as_json, const std::string& output) {
+  return run_guarded(files.empty() ? std::string("merge") : files.front(), [&] {
+    std::vector<json> docs;
+    for (const auto& f : files)
+      docs.push_back(config::parse_json_text(config::read_config_file(f), f));
+    // Shards of `compare --shard`: their rows in point order, as one `compare --json` prints.
+    if (!docs.empty() && docs.front().is_object() && docs.front().contains("compare_shard")) {
+      const json merged = merge_compare(docs, files);
+      write_to(output, viz::json_text(merged) + "\n");
+      for (const auto& row : merged)
+        if (!row.is_object() || !row.value("ok", false)) return kWrong;
+      return kOk;
+    }
+    std::vector<search::SearchResult> parts;
+    for (std::size_t i = 0; i < files.size(); ++i)
+      parts.push_back(search::from_json(docs[i], files[i]));
+    const search::SearchResult r = search::merge(parts);
+    if (!output.empty()) {
+      write_to(output, viz::json_text(search::to_json(r)) + "\n");
+      return kOk;
+    }
+    print(r, as_json);
+    return kOk;
+  });
+}
+
+}  // namespace ppsim::cli

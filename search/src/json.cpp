@@ -1,0 +1,237 @@
+// The JSON form of a search result (the interface `--json` prints and `ppsim merge` reads back).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "ppsim/config/error.hpp"
+#include "ppsim/search/search.hpp"
+
+namespace ppsim::search {
+
+using nlohmann::json;
+
+namespace {
+
+json candidate_json(const SearchResult& r, const Candidate& c) {
+  json j = {{"family", c.family},
+            {"schedule", c.schedule},
+            {"origin", c.origin},
+            {"task", c.task},
+            {"verdict", c.verdict},
+            {"finished", c.finished},
+            {"within_limit", r.within_limit(c)}};
+  if (!c.placement.empty()) j["placement"] = c.placement;
+  if (c.origin == "exact") {
+    j["bound"] = c.bound;
+    j["optimal"] = c.optimal;
+  }
+  if (c.finished) {
+    j["makespan"] = c.makespan;
+    j["bubble_fraction"] = c.bubble_fraction;
+    j["peak_memory_bytes"] = c.peak_memory_bytes;
+  }
+  return j;
+}
+
+// The best candidate of each family: within the limit first, then any that finished.
+std::vector<std::size_t> best_per_family(const SearchResult& r) {
+  std::map<std::string, std::size_t> best;
+  std::vector<std::string> order;
+  auto better = [&](const Candidate& a, const Candidate& b) {
+    const int ka = r.within_limit(a) ? 2 : a.finished ? 1 : 0;
+    const int kb = r.within_limit(b) ? 2 : b.finished ? 1 : 0;
+    if (ka != kb) return ka > kb;
+    return a.finished && a.makespan < b.makespan;
+  };
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    auto it = best.find(c.family);
+    if (it == best.end()) {
+      best[c.family] = i;
+      order.push_back(c.family);
+    } else if (better(c, r.candidates[it->second])) {
+      it->second = i;
+    }
+  }
+  std::vector<std::size_t> out;
+  for (const auto& f : order) out.push_back(best[f]);
+  return out;
+}
+
+[[noreturn]] void bad(const std::string& source, const std::string& key, const std::string& what) {
+  throw config::ConfigError(source, key, what);
+}
+
+const json& need(const json& j, const char* key, json::value_t type, const std::string& source,
+                 const std::string& where) {
+  const std::string k = where.empty() ? key : where + "." + key;
+  if (!j.is_object() || !j.contains(key))
+    bad(source, k, "is missing (not a `ppsim search --json` output?)");
+  const json& v = j[key];
+  const bool ok =
+      type == json::value_t::number_float
+          ? v.is_number()
+          : v.type() == type || (type == json::value_t::number_integer && v.is_number_unsigned());
+  if (!ok)
+    bad(source, k, fmt::format("expected {}, got {}", json(type).type_name(), v.type_name()));
+  return v;
+}
+
+}  // namespace
+
+json to_json(const SearchResult& r) {
+  json out = {{"name", r.name},
+              {"source", r.source},
+              {"ranks", r.ranks},
+              {"microbatches", r.microbatches},
+              {"time_unit", r.time_unit},
+              {"semantics", r.semantics},
+              {"memory_limit", r.memory_limit},
+              {"memory_limit_from", r.limit_from},
+              {"shard", {{"index", r.shard.index}, {"count", r.shard.count}}}};
+  if (r.best) {
+    const Candidate& b = r.candidates[*r.best];
+    out["best"] = {{"schedule", b.schedule},
+                   {"family", b.family},
+                   {"origin", b.origin},
+                   {"candidate", *r.best},
+                   {"makespan", b.makespan},
+                   {"bubble_fraction", b.bubble_fraction},
+                   {"peak_memory_bytes", b.peak_memory_bytes},
+                   {"ops", b.ops},
+                   {"lower_bound", r.lower_bound},
+                   {"gap", r.lower_bound > 0 ? std::max(0.0, b.makespan / r.lower_bound - 1) : 0.0},
+                   {"config", b.config}};
+  } else {
+    out["best"] = nullptr;
+  }
+  json families = json::array();
+  for (std::size_t i : best_per_family(r)) families.push_back(candidate_json(r, r.candidates[i]));
+  out["families"] = families;
+  json pareto = json::array();
+  for (std::size_t i : r.pareto) {
+    const auto& c = r.candidates[i];
+    pareto.push_back({{"schedule", c.schedule},
+                      {"family", c.family},
+                      {"makespan", c.makespan},
+                      {"peak_memory_bytes", c.peak()},
+                      {"within_limit", r.within_limit(c)}});
+  }
+  out["pareto"] = pareto;
+  json all = json::array();
+  for (const auto& c : r.candidates) all.push_back(candidate_json(r, c));
+  out["candidates"] = all;
+  return out;
+}
+
+SearchResult from_json(const json& j, const std::string& source) {
+  using T = json::value_t;
+  SearchResult r;
+  if (!j.is_object()) bad(source, "", "expected one JSON object as `ppsim search --json` prints");
+  r.name = need(j, "name", T::string, source, "").get<std::string>();
+  r.source = need(j, "source", T::string, source, "").get<std::string>();
+  r.time_unit = need(j, "time_unit", T::string, source, "").get<std::string>();
+  r.semantics = need(j, "semantics", T::string, source, "").get<std::string>();
+  r.ranks = need(j, "ranks", T::number_integer, source, "").get<int>();
+  r.microbatches = need(j, "microbatches", T::number_integer, source, "").get<int>();
+  r.memory_limit = need(j, "memory_limit", T::number_integer, source, "").get<std::int64_t>();
+  r.limit_from = need(j, "memory_limit_from", T::string, source, "").get<std::string>();
+  const json& shard = need(j, "shard", T::object, source, "");
+  r.shard.index = need(shard, "index", T::number_integer, source, "shard").get<int>();
+  r.shard.count = need(shard, "count", T::number_integer, source, "shard").get<int>();
+  if (r.shard.count < 1 || r.shard.index < 0 || r.shard.index >= r.shard.count)
+    bad(source, "shard",
+        fmt::format("expected 0 <= index < count, got {}/{}", r.shard.index, r.shard.count));
+  const json& all = need(j, "candidates", T::array, source, "");
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string at = fmt::format("candidates[{}]", i);
+    const json& c = all[i];
+    Candidate k;
+    k.family = need(c, "family", T::string, source, at).get<std::string>();
+    k.schedule = need(c, "schedule", T::string, source, at).get<std::string>();
+    k.origin = need(c, "origin", T::string, source, at).get<std::string>();
+    k.task = need(c, "task", T::number_integer, source, at).get<std::size_t>();
+    if (c.contains("placement"))
+      k.placement = need(c, "placement", T::string, source, at).get<std::string>();
+    if (k.origin == "exact") {
+      k.bound = need(c, "bound", T::number_float, source, at).get<double>();
+      k.optimal = need(c, "optimal", T::boolean, source, at).get<bool>();
+    }
+    k.verdict = need(c, "verdict", T::string, source, at).get<std::string>();
+    k.finished = need(c, "finished", T::boolean, source, at).get<bool>();
+    if (k.finished) {
+      k.makespan = need(c, "makespan", T::number_float, source, at).get<double>();
+      k.bubble_fraction = need(c, "bubble_fraction", T::number_float, source, at).get<double>();
+      const json& peaks = need(c, "peak_memory_bytes", T::array, source, at);
+      for (const auto& p : peaks) {
+        if (!p.is_number_integer()) bad(source, at + ".peak_memory_bytes", "expected integers");
+        k.peak_memory_bytes.push_back(p.get<std::int64_t>());
+      }
+    }
+    r.candidates.push_back(std::move(k));
+  }
+  const json& best = j.contains("best") ? j["best"] : json();
+  if (!best.is_null()) {
+    need(j, "best", T::object, source, "");
+    const auto index =
+        need(best, "candidate", T::number_integer, source, "best").get<std::int64_t>();
+    if (index < 0 || static_cast<std::size_t>(index) >= r.candidates.size())
+      bad(source, "best.candidate", fmt::format("expected an index below {}", r.candidates.size()));
+    Candidate& b = r.candidates[static_cast<std::size_t>(index)];
+    b.config = need(best, "config", T::object, source, "best");
+    for (const auto& line : need(best, "ops", T::array, source, "best")) {
+      if (!line.is_string()) bad(source, "best.ops", "expected strings");
+      b.ops.push_back(line.get<std::string>());
+    }
+    r.lower_bound = need(best, "lower_bound", T::number_float, source, "best").get<double>();
+    r.best = static_cast<std::size_t>(index);
+  }
+  return r;
+}
+
+SearchResult merge(const std::vector<SearchResult>& parts) {
+  SearchResult out;
+  if (parts.empty()) return out;
+  const SearchResult& first = parts.front();
+  std::vector<bool> seen(static_cast<std::size_t>(first.shard.count), false);
+  for (const auto& p : parts) {
+    if (p.name != first.name || p.ranks != first.ranks || p.microbatches != first.microbatches ||
+        p.memory_limit != first.memory_limit || p.shard.count != first.shard.count ||
+        p.semantics != first.semantics)
+      bad(p.source, "shard",
+          fmt::format("is not a shard of the same search as the first ({} P={} M={} limit {} in "
+                      "{} shards)",
+                      first.name, first.ranks, first.microbatches, first.memory_limit,
+                      first.shard.count));
+    if (seen[static_cast<std::size_t>(p.shard.index)])
+      bad(p.source, "shard.index", fmt::format("shard {} is given twice", p.shard.index));
+    seen[static_cast<std::size_t>(p.shard.index)] = true;
+  }
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i])
+      bad(first.source, "shard", fmt::format("shard {} of {} is missing", i, first.shard.count));
+  out = first;
+  out.candidates.clear();
+  out.shard = {0, 1};
+  // Shards in index order, so the merged table is the one a single run prints.
+  std::vector<const SearchResult*> ordered(parts.size());
+  for (const auto& p : parts) ordered[static_cast<std::size_t>(p.shard.index)] = &p;
+  // Candidates in task order, as an unsharded run lists them; each part's best keeps its bound.
+  std::vector<std::pair<const Candidate*, double>> all;
+  for (const SearchResult* p : ordered)
+    for (std::size_t i = 0; i < p->candidates.size(); ++i)
+      all.emplace_back(&p->candidates[i], p->best && *p->best == i ? p->lower_bound : -1.0);
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.first->task < b.first->task; });
+  std::vector<double> bounds;
+  for (const auto& [c, bound] : all) {
+    out.candidates.push_back(*c);
+    bounds.push_back(bound);
+  }
+  out.rank();
+  out.lower_bound = out.best ? std::max(0.0, bounds[*out.best]) : 0.0;
+  return out;
+}
+
+}  // namespace ppsim::search
