@@ -180,8 +180,8 @@ json merge_compare(const std::vector<json>& docs, const std::vector<std::string>
     const int n = sr.integer("count", 0, 1, true);
     const int p = sr.integer("points", 0, 0, true);
     sr.reject_unknown();
-    if (n > 1'000'000) sr.fail("count", "expected at most 1000000 shards");
-    if (p > 10'000'000) sr.fail("points", "expected at most 10000000 points");
+    if (n > search::kMaxShards) sr.fail("count", "expected at most 1000000 shards");
+    if (p > 1'000'000) sr.fail("points", "expected at most 1000000 points");
     if (count < 0) {
       count = n;
       points = p;
@@ -204,7 +204,8 @@ json merge_compare(const std::vector<json>& docs, const std::vector<std::string>
       if (at >= point_seen.size())
         row.fail("point", fmt::format("expected a point below {}", points));
       const json* run = row.get("run");
-      if (!run || !run->is_object()) row.fail("run", "expected the run's JSON object");
+      if (!run || !run->is_object() || !run->contains("ok") || !(*run)["ok"].is_boolean())
+        row.fail("run", "expected the run's JSON object, as `compare --json` prints it");
       row.reject_unknown();
       if (point_seen[at] || static_cast<int>(at % static_cast<std::size_t>(count)) != index)
         row.fail("point", fmt::format("point {} does not belong to shard {}/{} or is given twice",
@@ -356,7 +357,7 @@ std::pair<int, int> parse_shard(const std::string& text) {
     return std::stoi(digits);
   };
   const int index = number(text.substr(0, slash)), count = number(text.substr(slash + 1));
-  if (count < 1 || index >= count) throw bad();
+  if (count < 1 || count > search::kMaxShards || index >= count) throw bad();
   return {index, count};
 }
 
@@ -368,10 +369,10 @@ int cmd_merge(const std::vector<std::string>& files, bool as_json, const std::st
     // Shards of `compare --shard`: their rows in point order, as one `compare --json` prints.
     if (!docs.empty() && docs.front().is_object() && docs.front().contains("compare_shard")) {
       const json merged = merge_compare(docs, files);
+      bool all_ok = true;
+      for (const auto& row : merged) all_ok = all_ok && row["ok"].get<bool>();
       write_to(output, viz::json_text(merged) + "\n");
-      for (const auto& row : merged)
-        if (!row.is_object() || !row.value("ok", false)) return kWrong;
-      return kOk;
+      return all_ok ? kOk : kWrong;
     }
     std::vector<search::SearchResult> parts;
     for (std::size_t i = 0; i < files.size(); ++i)

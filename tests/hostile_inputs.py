@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Hostile-input harness (issue 6): generates a few hundred hostile inputs of at most 1 MB into a
 temporary directory and runs `ppsim check`, `ppsim run --json`, `ppsim run --trace` (a `.json`
-and a `.pftrace` file) and `ppsim model --json` on each, under `timeout` and `/usr/bin/time -f '%e %M'`. Run through
+and a `.pftrace` file), `ppsim model --json` and `ppsim search --json --memory-limit 80GB` on each,
+under `timeout` and `/usr/bin/time -f '%e %M'`. Run through
 tests/hostile_inputs.sh.
 
     hostile_inputs.py PPSIM [--jobs N] [--timeout S] [--only SUBSTRING] [--keep DIR]
@@ -9,7 +10,7 @@ tests/hostile_inputs.sh.
 One line per (input, subcommand): name, subcommand, exit code, seconds, max RSS MiB and the
 violations it shows. Then a summary by class; exits 1 if any violation:
   crash      exit >= 128 (signal), or sanitizer / std::terminate output
-  slow       over 10 s (a timeout is exit 124 and counts here too)
+  slow       over 10 s, 60 s for a search (a timeout is exit 124 and counts here too)
   memory     over 2 GB max RSS
   exit       exit code not in {0, 1, 2}
   nofile     exit 2 and stderr names neither the config file nor (with --set) the flag

@@ -157,6 +157,32 @@ TEST_CASE("V schedules at a half and a third of 1F1B's memory", "[search]") {
     }
 }
 
+TEST_CASE("greedy schedules when a hop takes longer than the ops", "[search]") {
+  // A rank whose next backward waits only for its own previous gradient's send must be woken
+  // when that send is done: nothing else will wake it.
+  for (bool split : {false, true})
+    for (int P : {2, 3}) {
+      json base = zb_config(P, 4, split ? "zb-h1" : "1f1b");
+      base["costs"] = split ? json{{"forward", 1}, {"backward_input", 1}, {"backward_weight", 1}}
+                            : json{{"forward", 1}, {"backward", 2}};
+      base["comm"]["latency"] = 3;
+      const search::Instance in = instance_of(base);
+      for (const auto& policy : all_policies()) {
+        CAPTURE(split, P, policy.describe());
+        const auto orders = search::greedy(in, policy, 0);
+        REQUIRE(orders);
+        const search::Timing t = search::evaluate(in, *orders);
+        REQUIRE(t.complete);
+        json j = custom_of(base, *orders);
+        j["comm"]["style"] = "async";
+        j["comm"]["prefetch"] = "all";
+        const auto run = sim::analyze(config::parse_config(j, "hops.json"));
+        REQUIRE(run.ok());
+        REQUIRE(run.metrics->makespan == Approx(t.makespan).epsilon(1e-12));
+      }
+    }
+}
+
 TEST_CASE("a limit below one microbatch's stashes builds nothing", "[search]") {
   const search::Instance in = instance_of(zb_config(4, 8));
   for (const auto& policy : all_policies())
@@ -250,7 +276,7 @@ TEST_CASE("the exact model finds the exhaustive optimum of tiny instances", "[se
         const auto limit = static_cast<std::int64_t>(k * P * in.memory[0].activation_bytes);
         CAPTURE(P, M, latency, k);
         const double optimum = brute_force(in, limit);
-        const auto e = search::exact(in, {limit, 100000, nullptr});
+        const auto e = search::exact(in, {limit, 100000});
         REQUIRE(e);
         REQUIRE(e->optimal);
         REQUIRE(e->makespan == Approx(optimum).epsilon(1e-9));

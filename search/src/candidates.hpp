@@ -14,7 +14,7 @@ struct Context {
   const config::Config* base = nullptr;
   std::int64_t limit = 0;  // per rank, bytes
   std::uint64_t seed = 1;
-  double deadline = 0;     // steady-clock seconds for local search; 0 = none
+  double deadline = 0;  // steady-clock seconds for local search; 0 = none
   config::ResourceLimits limits;
 };
 

@@ -92,22 +92,14 @@ Problem build(const Instance& in) {
 }
 
 struct Callback {
-  const std::vector<double>* start = nullptr;  // a full column vector (1-based) or null
   long long nodes = 0, node_limit = 0;
   double bound = -1;
   bool stopped = false;
-  bool start_rejected = false;
 };
 
 void on_event(glp_tree* tree, void* info) {
   auto* cb = static_cast<Callback*>(info);
   switch (glp_ios_reason(tree)) {
-    case GLP_IHEUR:
-      if (cb->start) {
-        cb->start_rejected = glp_ios_heur_sol(tree, cb->start->data()) != 0;
-        cb->start = nullptr;  // once
-      }
-      break;
     case GLP_ISELECT:
       if (++cb->nodes > cb->node_limit) {
         cb->stopped = true;
@@ -222,51 +214,26 @@ void add_memory(Mip& m, const Instance& in, const Problem& p, std::int64_t limit
   }
 }
 
-// A known schedule as a full column vector (1-based): its starts under the timing model and its
-// order; empty when it does not keep each kind in microbatch order, as the model requires.
-std::vector<double> start_vector(const Mip& m, const Instance& in, const Problem& p,
-                                 const Orders& orders, std::int64_t limit) {
-  std::vector<double> starts;
-  const Timing t = evaluate(in, orders, &starts);
-  if (!t.complete || !t.fits(limit)) return {};
-  const int S = in.stages(), M = in.microbatches;
-  std::vector<int> position(static_cast<std::size_t>(m.n), -1);
-  for (const auto& list : orders)
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const Op& op = list[i];
-      const int k = op.kind == OpKind::F ? 0 : op.kind == OpKind::W ? 2 : 1;
-      position[static_cast<std::size_t>((k * S + op.stage) * M + op.microbatch)] =
-          static_cast<int>(i);
-    }
-  for (const auto& e : p.edges)
-    if (p.nodes[static_cast<std::size_t>(e.from)].rank ==
-            p.nodes[static_cast<std::size_t>(e.to)].rank &&
-        position[static_cast<std::size_t>(e.from)] > position[static_cast<std::size_t>(e.to)])
-      return {};
-  std::vector<double> x(static_cast<std::size_t>(glp_get_num_cols(m.lp.get()) + 1), 0.0);
-  for (int v = 0; v < m.n; ++v)
-    x[static_cast<std::size_t>(Mip::x(v))] = starts[static_cast<std::size_t>(v)];
-  x[static_cast<std::size_t>(m.makespan)] = t.makespan;
-  for (const auto& pr : p.pairs)
-    x[static_cast<std::size_t>(pr.column)] =
-        position[static_cast<std::size_t>(pr.a)] < position[static_cast<std::size_t>(pr.b)] ? 1.0
-                                                                                            : 0.0;
-  return x;
-}
-
-// Each rank's ops by their start in the solution (ties keep the model's precedence).
+// Each rank's ops by their start in the solution.
 Orders orders_of(const Mip& m, const Instance& in, const Problem& p) {
   std::vector<std::vector<std::pair<double, int>>> by_rank(static_cast<std::size_t>(in.ranks));
   for (int v = 0; v < m.n; ++v)
     by_rank[static_cast<std::size_t>(p.nodes[static_cast<std::size_t>(v)].rank)].push_back(
         {glp_mip_col_val(m.lp.get(), Mip::x(v)), v});
+  std::vector<std::size_t> depth(static_cast<std::size_t>(m.n), 0);
+  for (int a = 0; a < m.n; ++a)
+    for (int b = 0; b < m.n; ++b)
+      if (p.reach[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)])
+        ++depth[static_cast<std::size_t>(b)];
   Orders out(static_cast<std::size_t>(in.ranks));
   for (std::size_t r = 0; r < by_rank.size(); ++r) {
     auto& l = by_rank[r];
-    std::stable_sort(l.begin(), l.end(), [&](const auto& a, const auto& b) {
+    // Ties (ops of zero duration) in a topological order: by how many ops precede each.
+    std::sort(l.begin(), l.end(), [&](const auto& a, const auto& b) {
       if (a.first != b.first) return a.first < b.first;
-      return static_cast<bool>(
-          p.reach[static_cast<std::size_t>(a.second)][static_cast<std::size_t>(b.second)]);
+      const auto da = depth[static_cast<std::size_t>(a.second)];
+      const auto db = depth[static_cast<std::size_t>(b.second)];
+      return da != db ? da < db : a.second < b.second;
     });
     for (const auto& [t, v] : l) {
       const auto& nd = p.nodes[static_cast<std::size_t>(v)];
@@ -295,16 +262,13 @@ std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options
   if (options.limit > 0) add_memory(m, in, p, options.limit);
   glp_load_matrix(m.lp.get(), static_cast<int>(m.ia.size()) - 1, m.ia.data(), m.ja.data(),
                   m.ar.data());
-  const std::vector<double> start =
-      options.start ? start_vector(m, in, p, *options.start, options.limit) : std::vector<double>{};
 
   Callback cb;
-  cb.start = start.empty() ? nullptr : &start;
   cb.node_limit = options.node_limit;
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
-  parm.presolve = GLP_ON;
+  parm.presolve = GLP_ON;  // (so no incumbent is passed in: the callback sees presolved columns)
   parm.cb_func = on_event;
   parm.cb_info = &cb;
   parm.mip_gap = 0.0;
@@ -318,7 +282,10 @@ std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options
   const Timing t = evaluate(in, out.orders);
   if (!t.complete) return std::nullopt;
   out.makespan = t.makespan;
-  out.optimal = status == GLP_OPT && !cb.stopped;
+  // The model leaves out that transfers on one link queue (they only do when a hop is longer
+  // than the ops between them): optimal only where the schedule runs as the model timed it.
+  out.optimal =
+      status == GLP_OPT && !cb.stopped && t.makespan <= glp_mip_obj_val(m.lp.get()) * (1 + 1e-12);
   const double objective = glp_mip_obj_val(m.lp.get());
   out.bound = out.optimal ? objective : std::min(objective, std::max(0.0, cb.bound));
   out.status = out.optimal ? "optimal"

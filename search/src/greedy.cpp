@@ -7,16 +7,18 @@
 #include <queue>
 #include <tuple>
 
+#include "links.hpp"
+
 namespace ppsim::search {
 
 using schedules::Op;
 using schedules::OpKind;
 
 std::string Policy::describe() const {
-  std::string out = fmt::format("warm-up {}, {} first, fill {}",
-                                extra_warmup < 0 ? std::string("by memory")
-                                                 : fmt::format("1F1B+{}", extra_warmup),
-                                forward_first ? "F" : "B", fill_fraction);
+  std::string out = fmt::format(
+      "warm-up {}, {} first, fill {}",
+      extra_warmup < 0 ? std::string("by memory") : fmt::format("1F1B+{}", extra_warmup),
+      forward_first ? "F" : "B", fill_fraction);
   if (max_pending_w >= 0) out += fmt::format(", W cap {}", max_pending_w);
   if (!later_stage_first) out += ", earlier stage first";
   return out;
@@ -36,6 +38,7 @@ class ListScheduler {
     lanes_.resize(P);
     for (int s = 0; s < S_; ++s) lanes_[static_cast<std::size_t>(in.rank_of(s))].push_back({s});
     fin_.assign(2 * static_cast<std::size_t>(S_) * M_, kUnknown);
+    arr_.assign(fin_.size(), kUnknown);
     mem_ = in.static_bytes;
     free_at_.assign(P, 0.0);
     grad_sent_.assign(P, 0.0);
@@ -78,10 +81,11 @@ class ListScheduler {
   std::size_t id(int k, int s, int m) const {
     return (static_cast<std::size_t>(k) * S_ + s) * M_ + m;
   }
+  // When the output of op (k, from, m) is there for rank r: its end on r, else its transfer's end.
   double arrival(int k, int from, int m, int r) const {
     const double f = fin_[id(k, from, m)];
     if (f < 0) return kUnknown;
-    return f + (in_.rank_of(from) != r ? in_.hop : 0.0);
+    return in_.rank_of(from) != r ? arr_[id(k, from, m)] : f;
   }
   void wake(double t, int r) { events_.emplace(t, seq_++, r); }
 
@@ -97,7 +101,7 @@ class ListScheduler {
     if (in < 0) return kUnknown;
     double ready = std::max(in, grad_sent_[static_cast<std::size_t>(r)]);
     if (l.stage + 1 < S_ && in_.rank_of(l.stage + 1) != r)
-      ready = std::max(ready, fin_[id(0, l.stage, l.nb)] + in_.hop);
+      ready = std::max(ready, arr_[id(0, l.stage, l.nb)]);
     return ready;
   }
   std::int64_t act(int s) const { return in_.memory[static_cast<std::size_t>(s)].activation_bytes; }
@@ -122,16 +126,17 @@ class ListScheduler {
     mem_[ur] += in_.memory_delta(kind, s);
     free_at_[ur] = end;
     wake(end, r);
-    if (kind == OpKind::F) {
-      fin_[id(0, s, m)] = end;
-      if (s + 1 < S_ && in_.rank_of(s + 1) != r) wake(end + in_.hop, in_.rank_of(s + 1));
-    } else if (kind != OpKind::W) {
-      fin_[id(1, s, m)] = end;
-      if (s > 0 && in_.rank_of(s - 1) != r) {
-        wake(end + in_.hop, in_.rank_of(s - 1));
-        grad_sent_[ur] = end + in_.hop;
-      }
-    }
+    if (kind == OpKind::W) return;
+    // The output goes to the next stage (F) or the previous one (I/B): on another rank, over
+    // the link there, which wakes that rank when it arrives.
+    const int k = kind == OpKind::F ? 0 : 1;
+    const int next = kind == OpKind::F ? s + 1 : s - 1;
+    fin_[id(k, s, m)] = end;
+    if (next < 0 || next >= S_ || in_.rank_of(next) == r) return;
+    const double at = links_.send(r, in_.rank_of(next), end, in_.hop);
+    arr_[id(k, s, m)] = at;
+    wake(at, in_.rank_of(next));
+    if (k == 1) grad_sent_[ur] = at;
   }
 
   // The lane whose W has waited longest (most pending), or none.
@@ -186,7 +191,10 @@ class ListScheduler {
     if (ready_f && policy_.forward_first && warming) return run_op(t, r, *ready_f, OpKind::F);
     if (ready_b) return run_op(t, r, *ready_b, back);
     if (ready_f) return run_op(t, r, *ready_f, OpKind::F);
-    if (!w) return;  // nothing to run: the next arrival (or the event that tells it) wakes it
+    if (!w) {  // nothing to run: wait for the next input known, or for the event that tells it
+      if (next < std::numeric_limits<double>::infinity()) wake(next, r);
+      return;
+    }
     if (blocked_f || (!forwards_left && !backwards_left)) return run_op(t, r, *w, OpKind::W);
     const double gap = next - t;  // infinite when no input is on its way yet
     if (gap >= policy_.fill_fraction * in_.duration(OpKind::W, w->stage))
@@ -200,6 +208,8 @@ class ListScheduler {
   std::int64_t limit_;
   std::vector<std::vector<Lane>> lanes_;
   std::vector<double> fin_;  // end of F (slot 0) and I/B (slot 1) of each (stage, microbatch)
+  std::vector<double> arr_;  // ... and when it reaches the next rank, if it goes to another
+  detail::Links links_{in_.ranks};
   std::vector<std::int64_t> mem_;
   std::vector<double> free_at_;
   std::vector<double> grad_sent_;         // per rank: when its last gradient's send is done

@@ -54,6 +54,12 @@ Timing improve(const Instance& in, Orders& orders, const ImproveOptions& options
     const auto to = static_cast<std::size_t>(std::clamp<long long>(
         static_cast<long long>(from) + delta, 0, static_cast<long long>(list.size()) - 1));
     if (to == from) continue;
+    // Each kind of op stays in microbatch order on its stage, as pipelines run them (and as the
+    // exact model's bound assumes): no move past an op of the same kind and stage.
+    bool passes = false;
+    for (std::size_t i = std::min(from, to); i <= std::max(from, to) && !passes; ++i)
+      passes = i != from && list[i].kind == list[from].kind && list[i].stage == list[from].stage;
+    if (passes) continue;
     move_op(list, from, to);
     const Timing t = evaluate(in, orders);
     if (t.complete && t.fits(options.limit) &&

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "ppsim/config/error.hpp"
@@ -78,6 +79,20 @@ const json& need(const json& j, const char* key, json::value_t type, const std::
   return v;
 }
 
+// An integer in [lo, hi] (JSON integers beyond int64 and floats are refused, not truncated).
+std::int64_t integer(const json& j, const char* key, std::int64_t lo, std::int64_t hi,
+                     const std::string& source, const std::string& where) {
+  const json& v = need(j, key, json::value_t::number_integer, source, where);
+  const std::string k = where.empty() ? key : where + "." + key;
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    bad(source, k, fmt::format("expected an integer from {} to {}", lo, hi));
+  const auto x = v.get<std::int64_t>();
+  if (x < lo || x > hi) bad(source, k, fmt::format("expected an integer from {} to {}", lo, hi));
+  return x;
+}
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+
 }  // namespace
 
 json to_json(const SearchResult& r) {
@@ -133,13 +148,14 @@ SearchResult from_json(const json& j, const std::string& source) {
   r.source = need(j, "source", T::string, source, "").get<std::string>();
   r.time_unit = need(j, "time_unit", T::string, source, "").get<std::string>();
   r.semantics = need(j, "semantics", T::string, source, "").get<std::string>();
-  r.ranks = need(j, "ranks", T::number_integer, source, "").get<int>();
-  r.microbatches = need(j, "microbatches", T::number_integer, source, "").get<int>();
-  r.memory_limit = need(j, "memory_limit", T::number_integer, source, "").get<std::int64_t>();
+  r.ranks = static_cast<int>(integer(j, "ranks", 1, kMaxInt, source, ""));
+  r.microbatches = static_cast<int>(integer(j, "microbatches", 1, kMaxInt, source, ""));
+  r.memory_limit =
+      integer(j, "memory_limit", 1, std::numeric_limits<std::int64_t>::max(), source, "");
   r.limit_from = need(j, "memory_limit_from", T::string, source, "").get<std::string>();
   const json& shard = need(j, "shard", T::object, source, "");
-  r.shard.index = need(shard, "index", T::number_integer, source, "shard").get<int>();
-  r.shard.count = need(shard, "count", T::number_integer, source, "shard").get<int>();
+  r.shard.index = static_cast<int>(integer(shard, "index", 0, kMaxShards - 1, source, "shard"));
+  r.shard.count = static_cast<int>(integer(shard, "count", 1, kMaxShards, source, "shard"));
   if (r.shard.count < 1 || r.shard.index < 0 || r.shard.index >= r.shard.count)
     bad(source, "shard",
         fmt::format("expected 0 <= index < count, got {}/{}", r.shard.index, r.shard.count));
@@ -151,7 +167,7 @@ SearchResult from_json(const json& j, const std::string& source) {
     k.family = need(c, "family", T::string, source, at).get<std::string>();
     k.schedule = need(c, "schedule", T::string, source, at).get<std::string>();
     k.origin = need(c, "origin", T::string, source, at).get<std::string>();
-    k.task = need(c, "task", T::number_integer, source, at).get<std::size_t>();
+    k.task = static_cast<std::size_t>(integer(c, "task", 0, kMaxInt, source, at));
     if (c.contains("placement"))
       k.placement = need(c, "placement", T::string, source, at).get<std::string>();
     if (k.origin == "exact") {
@@ -165,7 +181,12 @@ SearchResult from_json(const json& j, const std::string& source) {
       k.bubble_fraction = need(c, "bubble_fraction", T::number_float, source, at).get<double>();
       const json& peaks = need(c, "peak_memory_bytes", T::array, source, at);
       for (const auto& p : peaks) {
-        if (!p.is_number_integer()) bad(source, at + ".peak_memory_bytes", "expected integers");
+        const bool ok =
+            p.is_number_unsigned()
+                ? p.get<std::uint64_t>() <=
+                      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                : p.is_number_integer() && p.get<std::int64_t>() >= 0;
+        if (!ok) bad(source, at + ".peak_memory_bytes", "expected integers >= 0");
         k.peak_memory_bytes.push_back(p.get<std::int64_t>());
       }
     }
@@ -174,8 +195,7 @@ SearchResult from_json(const json& j, const std::string& source) {
   const json& best = j.contains("best") ? j["best"] : json();
   if (!best.is_null()) {
     need(j, "best", T::object, source, "");
-    const auto index =
-        need(best, "candidate", T::number_integer, source, "best").get<std::int64_t>();
+    const auto index = integer(best, "candidate", 0, kMaxInt, source, "best");
     if (index < 0 || static_cast<std::size_t>(index) >= r.candidates.size())
       bad(source, "best.candidate", fmt::format("expected an index below {}", r.candidates.size()));
     Candidate& b = r.candidates[static_cast<std::size_t>(index)];

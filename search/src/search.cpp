@@ -56,10 +56,15 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-// The bound on the best's own placement; for programs of several routes (DualPipe) only the
-// busiest rank's compute, as the simulator counts it (overlapped pairs included).
+// The bound on the best's own placement; for programs of several routes (DualPipe) or with
+// overlapped F&B pairs (which take less than F + B) only the busiest rank's compute, as the
+// simulator counts it.
 double bound_of(const config::Prepared& p) {
-  if (p.program->routes().is_linear()) return lower_bound(make_instance(p, 0));
+  bool overlapped = false;
+  for (int r = 0; r < p.program->ranks() && !overlapped; ++r)
+    for (const auto& op : p.program->ops(r))
+      overlapped = overlapped || op.kind == schedules::OpKind::OVERLAP_F_B;
+  if (p.program->routes().is_linear() && !overlapped) return lower_bound(make_instance(p, 0));
   const record::RunRecord run = sim::analyze(p);
   double busy = 0;
   if (run.metrics)

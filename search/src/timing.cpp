@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "links.hpp"
+
 namespace ppsim::search {
 
 using schedules::Op;
@@ -23,15 +25,16 @@ int slot(OpKind k) {
 
 }  // namespace
 
-Timing evaluate(const Instance& in, const Orders& orders, std::vector<double>* starts) {
+Timing evaluate(const Instance& in, const Orders& orders) {
   const int P = in.ranks, S = in.stages(), M = in.microbatches;
   auto id = [S, M](int k, int s, int m) { return (static_cast<std::size_t>(k) * S + s) * M + m; };
   std::vector<double> finish(3 * static_cast<std::size_t>(S) * M, -1.0);
   std::vector<int> waiter(finish.size(), -1);
-  if (starts) starts->assign(finish.size(), 0.0);
   std::vector<std::size_t> pos(static_cast<std::size_t>(P), 0);
   std::vector<double> free(static_cast<std::size_t>(P), 0.0);
   std::vector<double> grad_sent(static_cast<std::size_t>(P), 0.0);  // last gradient's send done
+  std::vector<double> arrive(finish.size(), -1.0);  // at its consumer, for ops sent to another rank
+  detail::Links links(P);
   Timing t;
   t.peak = in.static_bytes;
   std::vector<std::int64_t> mem = in.static_bytes;
@@ -64,7 +67,7 @@ Timing evaluate(const Instance& in, const Orders& orders, std::vector<double>* s
         const int from = op.kind == OpKind::F                   ? s - 1
                          : (s == S - 1 || op.kind == OpKind::W) ? s
                                                                 : s + 1;
-        start = std::max(start, finish[dep] + (in.rank_of(from) != r ? in.hop : 0.0));
+        start = std::max(start, in.rank_of(from) != r ? arrive[dep] : finish[dep]);
       }
       const bool backward = op.kind != OpKind::F && op.kind != OpKind::W;
       if (backward) {
@@ -76,17 +79,21 @@ Timing evaluate(const Instance& in, const Orders& orders, std::vector<double>* s
           waiter[id(0, s, m)] = r;
           break;
         }
-        if (s + 1 < S && in.rank_of(s + 1) != r) start = std::max(start, f + in.hop);
+        if (s + 1 < S && in.rank_of(s + 1) != r) start = std::max(start, arrive[id(0, s, m)]);
         start = std::max(start, grad_sent[ur]);
       }
       const double end = start + in.duration(op.kind, s);
       const std::size_t me = id(slot(op.kind), s, m);
       finish[me] = end;
-      if (starts) (*starts)[me] = start;
       free[ur] = end;
       if (first < 0 || start < first) first = start;
       last = std::max(last, end);
-      if (backward && s > 0 && in.rank_of(s - 1) != r) grad_sent[ur] = end + in.hop;
+      // Its output's transfer, on the link to the consumer's rank.
+      const int to = op.kind == OpKind::F ? (s + 1 < S ? in.rank_of(s + 1) : r)
+                     : backward           ? (s > 0 ? in.rank_of(s - 1) : r)
+                                          : r;
+      if (to != r) arrive[me] = links.send(r, to, end, in.hop);
+      if (backward && to != r) grad_sent[ur] = arrive[me];
       mem[ur] += in.memory_delta(op.kind, s);
       t.peak[ur] = std::max(t.peak[ur], mem[ur]);
       ++pos[ur];

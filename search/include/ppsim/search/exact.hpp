@@ -13,9 +13,8 @@
 namespace ppsim::search {
 
 struct ExactOptions {
-  std::int64_t limit = 0;         // per rank, bytes; 0 = none
-  long long node_limit = 4000;    // branch-and-bound nodes before it stops with a gap
-  const Orders* start = nullptr;  // a known schedule (its order) to start from
+  std::int64_t limit = 0;       // per rank, bytes; 0 = none
+  long long node_limit = 4000;  // branch-and-bound nodes before it stops with a gap
 };
 
 struct ExactResult {

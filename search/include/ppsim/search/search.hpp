@@ -14,6 +14,8 @@
 
 namespace ppsim::search {
 
+inline constexpr int kMaxShards = 1'000'000;
+
 struct Shard {
   int index = 0, count = 1;  // this process runs the tasks i with i mod count == index
 };

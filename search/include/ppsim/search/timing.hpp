@@ -18,8 +18,6 @@ struct Timing {
   bool fits(std::int64_t limit) const { return limit <= 0 || max_peak() <= limit; }
 };
 
-// `starts` (optional): each op's start, indexed ((kind * S) + stage) * M + microbatch with kind 0
-// for F, 1 for I or B, 2 for W.
-Timing evaluate(const Instance& in, const Orders& orders, std::vector<double>* starts = nullptr);
+Timing evaluate(const Instance& in, const Orders& orders);
 
 }  // namespace ppsim::search
