@@ -14,12 +14,15 @@
 #include "check_inputs.hpp"
 #include "junit.hpp"
 #include "messages.hpp"
+#include "ppsim/base/excerpt.hpp"
 #include "ppsim/base/human_bytes.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/base/parallel_for.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/config/reader.hpp"
 #include "ppsim/config/resources.hpp"
 #include "ppsim/config/sweep.hpp"
+#include "ppsim/profile/kineto.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/sim/analysis.hpp"
@@ -71,6 +74,8 @@ int guarded(const std::string& source, F&& body, R&& report) {
   } catch (const base::OutputError& e) {
     report(e.what());
   } catch (const sim::SimulationError& e) {
+    report(e.what());
+  } catch (const profile::ProfileError& e) {  // a trace import-profile cannot use
     report(e.what());
   } catch (const std::filesystem::filesystem_error& e) {
     report(e.what());
@@ -186,11 +191,56 @@ std::vector<std::string> read_files(const config::Config& cfg) {
   return files;
 }
 
+namespace {
+
+// `--calibration FILE`: a fragment {"costs": ..., "comm": ...} (or an output holding it under
+// "calibrated"), as assignments after the command line's own.
+std::vector<std::string> calibration_overrides(const std::string& file) {
+  const nlohmann::json whole = config::parse_json_text(config::read_config_file(file), file);
+  const nlohmann::json& frag =
+      whole.is_object() && whole.contains("calibrated") ? whole["calibrated"] : whole;
+  config::Reader r(frag, file,
+                   whole.is_object() && whole.contains("calibrated") ? "calibrated." : "");
+  std::vector<std::string> out;
+  if (const nlohmann::json* costs = r.get("costs")) out.push_back("costs=" + costs->dump());
+  if (const nlohmann::json* comm = r.get("comm")) {
+    config::Reader c(*comm, file, r.key("comm."));
+    for (const char* key : {"latency", "bandwidth"})
+      if (const nlohmann::json* v = c.get(key))
+        out.push_back(fmt::format("comm.{}={}", key, v->dump()));
+    c.reject_unknown();
+  }
+  r.reject_unknown();
+  if (out.empty())
+    r.fail("costs",
+           "a calibration fragment gives costs or comm (`ppsim real --calibrate --json`, "
+           "`ppsim import-profile -o`)");
+  return out;
+}
+
+}  // namespace
+
+config::Config load_with_calibration(const std::string& path, const CommonOptions& common) {
+  if (common.calibration.empty()) return config::load_config(path, common.overrides);
+  std::vector<std::string> overrides = common.overrides;
+  const std::size_t own = overrides.size();
+  for (auto& o : calibration_overrides(common.calibration)) overrides.push_back(std::move(o));
+  try {
+    return config::load_config(path, overrides);
+  } catch (const config::ConfigError& e) {
+    // A bad value of the fragment is blamed on its file, not on a --set nobody typed.
+    for (std::size_t i = own; i < overrides.size(); ++i)
+      if (e.source() == fmt::format("--set {}", base::excerpt(overrides[i], 80)))
+        throw config::ConfigError(common.calibration, e.key(), e.message());
+    throw;
+  }
+}
+
 int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOptions& common) {
   return guarded(path, [&] {
     refuse_input_as_output("--trace", outputs.trace_file, path);
     refuse_input_as_output("--svg", outputs.svg_file, path);
-    const config::Config cfg = config::load_config(path, common.overrides);
+    const config::Config cfg = load_with_calibration(path, common);
     for (const auto& input : read_files(cfg)) {  // and the CSV the config reads
       refuse_input_as_output("--trace", outputs.trace_file, input);
       refuse_input_as_output("--svg", outputs.svg_file, input);

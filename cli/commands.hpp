@@ -36,7 +36,14 @@ std::vector<std::string> read_files(const config::Config& cfg);
 struct CommonOptions {
   std::vector<std::string> overrides;                       // --set key=value
   std::uint64_t max_memory = config::default_max_memory();  // --max-memory; 0 = no limit
+  // --calibration FILE: measured costs, `{"costs": ..., "comm": ...}` as `real --calibrate --json`
+  // and `import-profile -o` write them (or their whole --json output), after the --set ones.
+  std::string calibration;
 };
+
+// load_config with the --set assignments and the calibration fragment's; a bad value of the
+// fragment is blamed on its file.
+config::Config load_with_calibration(const std::string& path, const CommonOptions& common);
 
 // The sweep options of `compare` as typed (each may repeat and holds a comma-separated list);
 // checked by cmd_compare so that an empty or bad element is an error naming the option.
@@ -109,6 +116,7 @@ struct RealOptions {
   std::string report_file;  // --report: the HTML report of the simulated and the measured run
   bool json = false;
   bool calibrate = false;
+  std::string profile_dir;  // --profile-trace: Kineto traces of the measured run, one per rank
 };
 int cmd_real(const std::string& config, const RealOptions& options, const CommonOptions& common);
 
@@ -138,5 +146,15 @@ int cmd_merge(const std::vector<std::string>& results, bool json, const std::str
 std::pair<int, int> parse_shard(const std::string& text);
 // "80GB", "74.5GiB", "1e9", "1000000" -> bytes; throws UsageError naming `option`.
 std::int64_t parse_bytes(const std::string& option, const std::string& text);
+
+// `ppsim import-profile` (cli/import_profile.cpp, docs/PROFILES.md).
+struct ImportProfileOptions {
+  bool json = false;
+  std::string output;       // -o: the calibrated fragment
+  std::optional<int> step;  // --step N: ProfilerStep#N
+  std::string map_file;     // --map FILE: other frameworks' range names
+  std::string report_file;  // --report: measured beside its replay
+};
+int cmd_import_profile(const std::vector<std::string>& traces, const ImportProfileOptions& options);
 
 }  // namespace ppsim::cli

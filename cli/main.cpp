@@ -80,6 +80,9 @@ int run_cli(int argc, char** argv) {
                 "(not with --json)");
   run->add_flag("--no-color", run_out.no_color,
                 "no ANSI colours in --timeline (default: colours when stdout is a terminal)");
+  run->add_option("--calibration", common.calibration,
+                  "measured costs: `import-profile -o` or `real --calibrate --json` output")
+      ->type_name("FILE");
   add_set(run);
 
   std::vector<std::string> configs;
@@ -131,6 +134,28 @@ int run_cli(int argc, char** argv) {
                    "of `ppsim real --calibrate --json` (or its whole output)")
       ->type_name("FILE");
   add_set(model_sub);
+
+  std::vector<std::string> profile_traces;
+  ImportProfileOptions profile_options;
+  auto* profile_sub = app.add_subcommand(
+      "import-profile", "read PyTorch profiler traces of a pipeline run: its order and its costs");
+  profile_sub->add_option("traces", profile_traces, "Kineto traces (.json, .json.gz), one per rank")
+      ->required();
+  profile_sub->add_flag("--json", profile_options.json, "print one JSON object");
+  profile_sub
+      ->add_option("-o,--output", profile_options.output,
+                   "write the calibrated fragment (for --calibration)")
+      ->type_name("FILE");
+  profile_sub->add_option("--step", profile_options.step, "use ProfilerStep#N (default the last)")
+      ->type_name("N");
+  profile_sub
+      ->add_option("--map", profile_options.map_file,
+                   "regular expressions for other frameworks' range names (docs/PROFILES.md)")
+      ->type_name("FILE");
+  profile_sub
+      ->add_option("--report", profile_options.report_file,
+                   "HTML report: the measured run beside its replay with the measured costs")
+      ->type_name("FILE");
 
   SearchCliOptions search_options;
   auto* search_sub = app.add_subcommand(
@@ -210,6 +235,10 @@ int run_cli(int argc, char** argv) {
   real_sub->add_flag("--json", real_options.json, "print one JSON object");
   real_sub->add_flag("--calibrate", real_options.calibrate,
                      "replay with per-op durations measured in the run before comparing");
+  real_sub
+      ->add_option("--profile-trace", real_options.profile_dir,
+                   "also write the measured run as PyTorch profiler (Kineto) traces, one per rank")
+      ->type_name("DIR");
   add_set(real_sub);
 
   auto* exp = app.add_subcommand("export", "print the lowered op lists, one line per rank");
@@ -333,6 +362,7 @@ int run_cli(int argc, char** argv) {
   if (*list) return cmd_list();
   if (*model_sub) return cmd_model(config, model_json, calibration, common);
   if (*search_sub) return cmd_search(config, search_options, common);
+  if (*profile_sub) return cmd_import_profile(profile_traces, profile_options);
   if (*merge_sub) return cmd_merge(merge_files, merge_json, merge_output);
   if (*exp && (export_options.format != "text" || export_options.compute_only ||
                !export_options.output.empty()))

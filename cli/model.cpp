@@ -251,46 +251,14 @@ json json_report(const config::Prepared& p, const std::vector<FamilyRun>& famili
   return out;
 }
 
-// `--calibration FILE`: a fragment {"costs": ..., "comm": ...} as `real --json` prints it under
-// "calibrated" (or that whole output), as assignments after the command line's own.
-std::vector<std::string> calibration_overrides(const std::string& file) {
-  const json whole = config::parse_json_text(config::read_config_file(file), file);
-  const json& frag =
-      whole.is_object() && whole.contains("calibrated") ? whole["calibrated"] : whole;
-  config::Reader r(frag, file, whole.contains("calibrated") ? "calibrated." : "");
-  std::vector<std::string> out;
-  if (const json* costs = r.get("costs")) out.push_back("costs=" + costs->dump());
-  if (const json* comm = r.get("comm")) {
-    config::Reader c(*comm, file, r.key("comm."));
-    for (const char* key : {"latency", "bandwidth"})
-      if (const json* v = c.get(key)) out.push_back(fmt::format("comm.{}={}", key, v->dump()));
-    c.reject_unknown();
-  }
-  r.reject_unknown();
-  if (out.empty())
-    r.fail("costs", "a calibration fragment gives costs or comm (`ppsim real --calibrate --json`)");
-  return out;
-}
-
 }  // namespace
 
 int cmd_model(const std::string& path, bool json_out, const std::string& calibration,
               const CommonOptions& common) {
   return run_guarded(path, [&] {
-    std::vector<std::string> overrides = common.overrides;
-    const std::size_t own = overrides.size();
-    if (!calibration.empty())
-      for (auto& o : calibration_overrides(calibration)) overrides.push_back(std::move(o));
-    config::Config cfg;
-    try {
-      cfg = config::load_config(path, overrides);
-    } catch (const config::ConfigError& e) {
-      // A bad value of the fragment is blamed on its file, not on a --set nobody typed.
-      for (std::size_t i = own; i < overrides.size(); ++i)
-        if (e.source() == fmt::format("--set {}", base::excerpt(overrides[i], 80)))
-          throw config::ConfigError(calibration, e.key(), e.message());
-      throw;
-    }
+    CommonOptions with = common;
+    if (!calibration.empty()) with.calibration = calibration;
+    const config::Config cfg = load_with_calibration(path, with);
     if (!cfg.hardware)
       throw config::ConfigError(path, "hardware",
                                 "is required by `ppsim model`: with a `model` section it derives "

@@ -17,6 +17,7 @@
 #include "ppsim/base/human_bytes.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/profile/kineto.hpp"
 #include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/comparison.hpp"
 #include "ppsim/real/compute.hpp"
@@ -247,28 +248,6 @@ std::string peak_differences(const real::Comparison& c, bool memory) {
                        p, memory ? " B" : "", m, memory ? " B" : "");
   }
   return out;
-}
-
-// The calibrated costs and network as a config fragment (`costs.per_stage`, `comm`): what a
-// config would say to predict this machine without measuring again.
-nlohmann::json calibration_json(const model::Model& m) {
-  nlohmann::json stages = nlohmann::json::object();
-  for (std::size_t i = 0; i < m.costs.stages.size(); ++i) {
-    const model::StageCost& c = m.costs.stages[i];
-    nlohmann::json s = {{"forward", c.forward}};
-    // The split where it adds up to B (I and W measured, or the model's own), else B alone.
-    if (c.split && std::abs(c.backward_input + c.backward_weight - c.backward) <=
-                       1e-9 * std::max(1.0, c.backward)) {
-      s["backward_input"] = c.backward_input;
-      s["backward_weight"] = c.backward_weight;
-    } else {
-      s["backward"] = c.backward;
-    }
-    if (c.overlapped_fb >= 0) s["overlapped_fb"] = c.overlapped_fb;
-    stages[std::to_string(i)] = std::move(s);
-  }
-  return {{"costs", {{"per_stage", std::move(stages)}}},
-          {"comm", {{"latency", m.network.latency}, {"bandwidth", m.network.bandwidth}}}};
 }
 
 std::string text_report(const std::string& path, const config::Prepared& prepared,
@@ -543,6 +522,8 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
       }
     }
 
+    if (!o.profile_dir.empty() && run.record.trace)
+      profile::write_traces(run.record, o.profile_dir);
     if (report) {
       viz::HtmlReportOptions options;
       options.title = fmt::format("{}: simulated and measured", cfg.name);
@@ -581,7 +562,7 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
       j["failure"] = run.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.failure);
       j["predicted"] = viz::to_json(predicted);
       if (uncalibrated) j["predicted_uncalibrated_makespan"] = *uncalibrated;
-      if (calibrated) j["calibrated"] = calibration_json(*calibrated);
+      if (calibrated) j["calibrated"] = profile::calibration_fragment(*calibrated);
       j["measured"] = viz::to_json(run.record);
       j["comparison"] = to_json(c, predicted.info.time_unit);
       j["comparison"]["memory_peaks_compared"] = peaks.memory_checked;

@@ -11,6 +11,7 @@
 
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/profile/kineto.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/schedules/torch_csv.hpp"
@@ -279,7 +280,20 @@ Outcome search_result_entry(std::string_view bytes) {
   }
 }
 
+Outcome profile_entry(std::string_view bytes) {
+  try {
+    const auto t = profile::parse_trace(bytes, kSource, profile::default_patterns());
+    const auto im = profile::import_traces({t}, {});
+    if (!im.measured.metrics || im.measured.program->total_ops() == 0)
+      throw std::logic_error("an accepted profile has no measured run");
+    return Outcome::accepted;
+  } catch (const profile::ProfileError&) {
+    return Outcome::rejected;
+  }
+}
+
 Outcome run_entry(const std::string& target, std::string_view bytes) {
+  if (target == "profile") return profile_entry(bytes);
   if (target == "search_result") return search_result_entry(bytes);
   if (target == "config") return config_entry(bytes);
   if (target == "oplist") return oplist_entry(bytes);

@@ -39,7 +39,11 @@ Outcome pipeline_entry(std::string_view bytes);
 // the only shard.
 Outcome search_result_entry(std::string_view bytes);
 
-// Name for messages: "config", "oplist", "torch_csv", "pipeline", "search_result".
+// Bytes = a PyTorch profiler (Kineto) trace of one rank: parse_trace, then import_traces of it
+// alone; an accepted import's program has every action once.
+Outcome profile_entry(std::string_view bytes);
+
+// Name for messages: "config", "oplist", "torch_csv", "pipeline", "search_result", "profile".
 Outcome run_entry(const std::string& target, std::string_view bytes);
 
 }  // namespace ppsim::fuzz

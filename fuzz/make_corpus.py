@@ -9,7 +9,7 @@ import hashlib, json, pathlib, re, subprocess, sys
 root = pathlib.Path(__file__).resolve().parent.parent
 ppsim = sys.argv[1]
 out = root / "fuzz" / "corpus"
-seeds = {"config": [], "oplist": [], "pipeline": [], "search_result": []}
+seeds = {"config": [], "oplist": [], "pipeline": [], "search_result": [], "profile": []}
 
 configs = sorted((root / "configs").glob("*.json"))
 small = [("schedule.ranks=3", "schedule.microbatches=4")]
@@ -101,6 +101,28 @@ with tempfile.TemporaryDirectory() as tmp:
                             "--shard", shard], capture_output=True, text=True, check=True)
         seeds["search_result"].append(json.dumps(json.loads(r.stdout), separators=(",", ":")))
 seeds["search_result"] += ['{"name":"t","shard":{"index":2,"count":1}}', "[]", '{"best":null}']
+
+# Kineto traces of one rank (`ppsim import-profile`): the shapes the importer reads, small.
+def kineto(events, rank=None):
+    doc = {"schemaVersion": 1, "traceEvents": events}
+    if rank is not None:
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 1}
+    return json.dumps(doc)
+def rng(name, ts, dur, cat="user_annotation"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 1, "ts": ts, "dur": dur}
+one = [rng("ProfilerStep#2", 0, 100)]
+t = 1.0
+for m in range(3):
+    for k in "FIW":
+        one.append(rng(f"PP:0{k}{m}", t, 4.5))
+        one.append(rng(f"PP:0{k}{m}", t + 0.5, 4.0, "gpu_user_annotation"))
+        t += 5
+seeds["profile"] += [kineto(one, 0), kineto(one[1:]),
+                     kineto([rng("PP:0F0", 1, 2), rng("PP:0B0", 4, 3), rng("aten::mm", 2, 1, "cpu_op")]),
+                     kineto([rng("ProfilerStep#0", 0, 9), rng("ProfilerStep#1", 10, 9),
+                             rng("PP:0F0", 1, 2), rng("PP:0B0", 4, 3), rng("PP:0F0", 11, 2),
+                             rng("PP:0B0", 14, 3)]),
+                     '{"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": "x"}]}', '{"traceEvents": 3}', "[]"]
 
 for target, items in seeds.items():
     d = out / target

@@ -74,10 +74,16 @@ TEST_CASE("fuzz_regressions.search_result_reader_inputs_end", "[fuzz][search]") 
   replay("search_result", "corpus");
 }
 
+TEST_CASE("fuzz_regressions.profile_reader_inputs_end", "[fuzz][profile]") {
+  // fuzz regressions: the Kineto trace reader and importer end accepted or in a ProfileError
+  replay("profile", "regressions");
+  replay("profile", "corpus");
+}
+
 TEST_CASE("fuzz_regressions.target_has_seeds_valid_seeds", "[fuzz]") {
   // fuzz corpus: every target has seeds, and valid seeds are accepted
   using ppsim::fuzz::Outcome;
-  for (const char* t : {"config", "oplist", "torch_csv", "pipeline", "search_result"})
+  for (const char* t : {"config", "oplist", "torch_csv", "pipeline", "search_result", "profile"})
     CHECK(files_under(fs::path(PPSIM_FUZZ_DIR) / "corpus" / t).size() >= 5);
   const std::string cfg = read_bytes(fs::path(PPSIM_FUZZ_DIR) / ".." / "configs" / "1f1b.json");
   CHECK(ppsim::fuzz::config_entry(cfg) == Outcome::accepted);

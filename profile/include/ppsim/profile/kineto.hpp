@@ -1,0 +1,102 @@
+#pragma once
+// PyTorch profiler (Kineto) Chrome traces of pipeline runs, one file per rank (docs/PROFILES.md):
+// the pipeline actions and profiler steps they hold, read into a measured run record and the
+// costs they measure; and a measured run written back in that schema.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ppsim/model/model.hpp"
+#include "ppsim/record/run_record.hpp"
+#include "ppsim/schedules/op.hpp"
+
+namespace ppsim::profile {
+
+// A trace the importer cannot use: what() names the file and, where one is to blame, the event
+// (`traceEvents[12]`). Exit 2 material.
+class ProfileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How a range's name says which action it is. PyTorch pipelining names its ranges `PP:2F0`
+// (`_get_profiler_function_name`); a map file adds other frameworks' names.
+struct ActionPattern {
+  std::string text;  // as written, for messages
+  std::regex regex;  // matched against the whole name
+  // The action's kind: fixed, or read from capture group `kind_group` (F, B, I or W).
+  std::optional<schedules::OpKind> kind;
+  int kind_group = 0, stage_group = 0, microbatch_group = 0;  // 0: absent (stage: the rank's)
+};
+std::vector<ActionPattern> default_patterns();
+// {"actions": [{"pattern": "...", "kind": "F" | "group": N, "stage": N, "microbatch": N}]};
+// throws ProfileError naming the file and key.
+std::vector<ActionPattern> read_map(const std::string& path);
+
+// One range of a trace, as the importer keeps it.
+struct RangeEvent {
+  std::string name;
+  bool device = false;     // the GPU side (gpu_user_annotation), else the CPU range
+  double ts = 0, dur = 0;  // microseconds, the rank's own clock
+  std::size_t index = 0;   // in traceEvents, for messages
+};
+
+struct RankTrace {
+  std::string file;
+  int rank = -1;                    // distributedInfo.rank, or -1 when the file does not say
+  std::vector<RangeEvent> steps;    // ProfilerStep#N
+  std::vector<RangeEvent> ranges;   // ranges whose names a pattern matches
+  std::size_t events = 0;           // traceEvents read in all
+  std::vector<std::string> sample;  // a few other names, for "found instead" messages
+};
+
+// Reads one trace (`.json` or `.json.gz`, at most kMaxTraceBytes uncompressed), keeping only the
+// profiler steps and the ranges a pattern matches. Throws ProfileError.
+inline constexpr std::size_t kMaxTraceBytes = std::size_t{2} << 30;
+RankTrace read_trace(const std::string& path, const std::vector<ActionPattern>& patterns);
+// The same from text in memory (`source` names it in messages).
+RankTrace parse_trace(std::string_view text, const std::string& source,
+                      const std::vector<ActionPattern>& patterns);
+
+struct ImportOptions {
+  std::optional<int> step;  // ProfilerStep#N; default the last one in every trace
+  std::string time_unit = "ms";
+};
+
+struct ImportedRank {
+  std::string file;
+  int rank = 0;
+  int step = -1;           // the profiler step used, -1: the whole trace (no steps in it)
+  double offset = 0;       // added to its clock to align it (time unit)
+  std::size_t device = 0;  // actions timed on the GPU side
+};
+
+struct Imported {
+  record::RunRecord measured;  // origin "measured": program, trace, metrics
+  std::vector<ImportedRank> ranks;
+  double latency = 0;  // one-way hop estimated from the pairs (time unit)
+  // The cost model the trace measures: per-stage F/I/W (or B) means with stalls left out.
+  model::Model calibrated;
+};
+
+// Traces of one run, one per rank (ranks from distributedInfo, else the order given). Throws
+// ProfileError for a trace with no pipeline actions (saying what it holds), a step missing,
+// actions that contradict each other (a stage on two ranks, an action twice).
+Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions& options,
+                       const std::vector<ActionPattern>& patterns = default_patterns());
+
+// The calibrated costs and network as a config fragment ({"costs": {"per_stage": ...},
+// "comm": {"latency", "bandwidth"}}), as `ppsim real --calibrate --json` prints it.
+nlohmann::json calibration_fragment(const model::Model& m);
+
+// Writes a measured (or simulated) run as Kineto traces, `DIR/rank<r>.json`: one ProfilerStep#0,
+// the compute actions as `PP:` ranges on the CPU and GPU side, distributedInfo.rank. Times in
+// microseconds from `origin_us`. Throws ProfileError when a file cannot be written.
+void write_traces(const record::RunRecord& run, const std::string& dir, double origin_us = 0);
+
+}  // namespace ppsim::profile

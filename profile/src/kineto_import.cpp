@@ -1,0 +1,354 @@
+// Kineto traces of one run → the measured run record and the costs it measures.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "clock_alignment.hpp"
+#include "ppsim/base/excerpt.hpp"
+#include "ppsim/profile/kineto.hpp"
+#include "ppsim/real/comparison.hpp"
+#include "ppsim/record/metrics.hpp"
+
+namespace ppsim::profile {
+
+using schedules::Op;
+using schedules::OpKind;
+
+namespace {
+
+struct Action {
+  OpKind kind;
+  int stage, mb;
+  double start, end;  // microseconds, the rank's clock
+  bool device;
+  std::size_t index;
+};
+
+struct Key {
+  OpKind kind;
+  int stage, mb;
+  auto operator<=>(const Key&) const = default;
+};
+
+std::optional<Key> parse_action(const std::string& name, const std::vector<ActionPattern>& patterns,
+                                int rank) {
+  std::smatch m;
+  for (const auto& p : patterns) {
+    if (!std::regex_match(name, m, p.regex)) continue;
+    auto group_int = [&](int g, long long fallback) -> std::optional<long long> {
+      if (g == 0) return fallback;
+      const std::string s = m[static_cast<std::size_t>(g)].str();
+      if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+      return std::stoll(s);
+    };
+    OpKind kind = OpKind::F;
+    if (p.kind) {
+      kind = *p.kind;
+    } else {
+      const std::string k = m[static_cast<std::size_t>(p.kind_group)].str();
+      if (k == "F")
+        kind = OpKind::F;
+      else if (k == "B")
+        kind = OpKind::B;
+      else if (k == "I")
+        kind = OpKind::I;
+      else if (k == "W")
+        kind = OpKind::W;
+      else
+        continue;
+    }
+    const auto stage = group_int(p.stage_group, rank);
+    const auto mb = group_int(p.microbatch_group, -1);
+    if (!stage || !mb || *mb < 0) continue;
+    return Key{kind, static_cast<int>(*stage), static_cast<int>(*mb)};
+  }
+  return std::nullopt;
+}
+
+// The step a trace is cut to: the one asked for, else its last; none when it has no steps.
+const RangeEvent* pick_step(const RankTrace& t, const ImportOptions& o) {
+  const RangeEvent* best = nullptr;
+  long long best_n = -1;
+  for (const auto& s : t.steps) {
+    const std::string digits = s.name.substr(13);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const long long n = std::stoll(digits);
+    if (o.step && n == *o.step) return &s;
+    if (!o.step && n > best_n) {
+      best = &s;
+      best_n = n;
+    }
+  }
+  if (o.step) {
+    std::string have;
+    for (const auto& s : t.steps) have += (have.empty() ? "" : ", ") + s.name;
+    throw ProfileError(
+        fmt::format("{}: no ProfilerStep#{} (the trace has {})", t.file, *o.step,
+                    have.empty() ? std::string("no profiler steps") : base::excerpt(have, 200)));
+  }
+  return best;
+}
+
+// The actions of one trace within its step: each timed on the GPU side where the trace has it
+// (the n-th device range of a name after the CPU range), else on the CPU side.
+std::vector<Action> actions_of(const RankTrace& t, const RangeEvent* step,
+                               const std::vector<ActionPattern>& patterns, int rank) {
+  std::vector<const RangeEvent*> cpu;
+  std::map<std::string, std::vector<const RangeEvent*>> gpu;
+  for (const auto& r : t.ranges) {
+    if (r.device) {
+      gpu[r.name].push_back(&r);
+      continue;
+    }
+    if (step && (r.ts < step->ts || r.ts >= step->ts + step->dur)) continue;
+    cpu.push_back(&r);
+  }
+  for (auto& [name, list] : gpu)
+    std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->ts < b->ts; });
+  std::sort(cpu.begin(), cpu.end(), [](auto* a, auto* b) { return a->ts < b->ts; });
+  std::map<std::string, std::size_t> used;
+  std::vector<Action> out;
+  std::map<Key, std::size_t> seen;
+  for (const RangeEvent* c : cpu) {
+    const auto key = parse_action(c->name, patterns, rank);
+    if (!key) continue;
+    if (auto [it, fresh] = seen.emplace(*key, c->index); !fresh)
+      throw ProfileError(
+          fmt::format("{}: traceEvents[{}] ('{}'): the action appears twice in the step (also "
+                      "traceEvents[{}]); give --step N",
+                      t.file, c->index, base::excerpt(c->name, 60), it->second));
+    Action a{key->kind, key->stage, key->mb, c->ts, c->ts + c->dur, false, c->index};
+    auto g = gpu.find(c->name);
+    if (g != gpu.end()) {
+      auto& k = used[c->name];
+      while (k < g->second.size() && g->second[k]->ts < c->ts) ++k;
+      if (k < g->second.size()) {
+        a.start = g->second[k]->ts;
+        a.end = a.start + g->second[k]->dur;
+        a.device = true;
+        ++k;
+      }
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string what_it_holds(const RankTrace& t) {
+  std::string names;
+  for (const auto& n : t.sample) names += (names.empty() ? "" : ", ") + n;
+  return fmt::format("{} events{}{}", t.events,
+                     t.steps.empty() ? "" : fmt::format(", {} profiler steps", t.steps.size()),
+                     names.empty() ? "" : ", e.g. " + names);
+}
+
+// The host's time to launch an op: the median gap before the ops whose input was there before the
+// rank's previous op ended (a W, an op fed by its own rank, one whose input waited), so that the
+// gap is neither a wait for the input nor the latency's estimate.
+double launch_overhead(const record::RunRecord& rec, int stages) {
+  const auto& p = *rec.program;
+  const int M = p.microbatches();
+  std::vector<double> end_f(static_cast<std::size_t>(stages) * M, -1),
+      end_b(static_cast<std::size_t>(stages) * M, -1);
+  for (const auto& sp : rec.trace->spans) {
+    const Op& op = p.ops(sp.rank)[static_cast<std::size_t>(sp.pos)];
+    auto& slot = op.kind == OpKind::F ? end_f : end_b;
+    if (op.kind != OpKind::W) slot[static_cast<std::size_t>(op.stage) * M + op.microbatch] = sp.end;
+  }
+  std::vector<double> gaps;
+  const auto& spans = rec.trace->spans;
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    const auto& sp = spans[i];
+    if (spans[i - 1].rank != sp.rank) continue;
+    const Op& op = p.ops(sp.rank)[static_cast<std::size_t>(sp.pos)];
+    double input = -1;  // when its input was there (its producer's end)
+    const std::size_t at = static_cast<std::size_t>(op.stage) * M + op.microbatch;
+    if (op.kind == OpKind::F && op.stage > 0) input = end_f[at - M];
+    if ((op.kind == OpKind::I || op.kind == OpKind::B) && op.stage + 1 < stages)
+      input = end_b[at + M];
+    const double prev = spans[i - 1].end;
+    if (input >= 0 && input >= prev) continue;  // it may have waited for its input
+    gaps.push_back(std::max(0.0, sp.start - prev));
+  }
+  if (gaps.empty()) return 0;
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2),
+                   gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
+}  // namespace
+
+Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions& options,
+                       const std::vector<ActionPattern>& patterns) {
+  if (traces.empty()) throw ProfileError("no traces given");
+  // Ranks: distributedInfo's when every trace gives one (in that order), else the order given.
+  std::vector<std::size_t> order(traces.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  bool ranked =
+      std::all_of(traces.begin(), traces.end(), [](const auto& t) { return t.rank >= 0; });
+  if (ranked) {
+    std::set<int> distinct;
+    for (const auto& t : traces) distinct.insert(t.rank);
+    ranked = distinct.size() == traces.size();
+    if (!ranked)
+      throw ProfileError(fmt::format("{}: distributedInfo.rank {} is given by two traces",
+                                     traces.back().file, traces.back().rank));
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return traces[a].rank < traces[b].rank; });
+  }
+  const int P = static_cast<int>(traces.size());
+  std::vector<std::vector<Action>> acts(static_cast<std::size_t>(P));
+  Imported out;
+  std::map<int, int> stage_rank;
+  int S = 0, M = 0;
+  for (int r = 0; r < P; ++r) {
+    const RankTrace& t = traces[order[static_cast<std::size_t>(r)]];
+    const RangeEvent* step = pick_step(t, options);
+    auto& a = acts[static_cast<std::size_t>(r)];
+    a = actions_of(t, step, patterns, r);
+    if (a.empty())
+      throw ProfileError(fmt::format(
+          "{}: no pipeline actions{}: found {}; PyTorch pipelining names them `PP:<stage><F|B|I|W>"
+          "<microbatch>` (record_function); other frameworks' names need --map FILE",
+          t.file, step ? " in " + step->name : std::string(), what_it_holds(t)));
+    ImportedRank ir;
+    ir.file = t.file;
+    ir.rank = r;
+    ir.step = step ? std::stoi(step->name.substr(13)) : -1;
+    for (const auto& x : a) {
+      ir.device += x.device;
+      if (x.stage < 0 || x.stage > 1'000'000 || x.mb > 100'000'000)
+        throw ProfileError(
+            fmt::format("{}: traceEvents[{}]: stage or microbatch out of range", t.file, x.index));
+      auto [it, fresh] = stage_rank.emplace(x.stage, r);
+      if (!fresh && it->second != r)
+        throw ProfileError(fmt::format("{}: traceEvents[{}]: stage {} also runs on rank {} ({})",
+                                       t.file, x.index, x.stage, it->second,
+                                       traces[order[static_cast<std::size_t>(it->second)]].file));
+      S = std::max(S, x.stage + 1);
+      M = std::max(M, x.mb + 1);
+    }
+    out.ranks.push_back(ir);
+  }
+  for (int s = 0; s < S; ++s)
+    if (!stage_rank.count(s))
+      throw ProfileError(
+          fmt::format("{}: stage {} has no actions in any trace (a rank's trace missing?)",
+                      traces.front().file, s));
+  // Every (kind, stage) runs every microbatch once, or the run is not a whole step.
+  std::map<std::pair<OpKind, int>, std::set<int>> mbs;
+  for (const auto& a : acts)
+    for (const auto& x : a) mbs[{x.kind, x.stage}].insert(x.mb);
+  for (const auto& [ks, set] : mbs)
+    if (static_cast<int>(set.size()) != M)
+      throw ProfileError(fmt::format(
+          "{}: stage {} runs {} of {} microbatches' {} actions: the step is not a whole iteration",
+          traces[order[static_cast<std::size_t>(stage_rank[ks.second])]].file, ks.second,
+          set.size(), M, schedules::to_string(ks.first)));
+
+  // Clocks: aligned from the cross-rank pairs (forward s -> s+1, backward s+1 -> s).
+  std::map<Key, std::pair<int, const Action*>> by_key;
+  for (int r = 0; r < P; ++r)
+    for (const auto& x : acts[static_cast<std::size_t>(r)])
+      by_key[{x.kind, x.stage, x.mb}] = {r, &x};
+  std::vector<detail::Dependency> deps;
+  auto find = [&](OpKind k, int s, int m) -> std::optional<std::pair<int, const Action*>> {
+    auto it = by_key.find({k, s, m});
+    if (it == by_key.end()) return std::nullopt;
+    return it->second;
+  };
+  for (const auto& [key, ra] : by_key) {
+    if (key.kind == OpKind::F && key.stage + 1 < S)
+      if (auto next = find(OpKind::F, key.stage + 1, key.mb))
+        deps.push_back({ra.first, next->first, ra.second->end, next->second->start});
+    if ((key.kind == OpKind::I || key.kind == OpKind::B) && key.stage > 0)
+      for (OpKind k : {OpKind::I, OpKind::B})
+        if (auto prev = find(k, key.stage - 1, key.mb))
+          deps.push_back({ra.first, prev->first, ra.second->end, prev->second->start});
+  }
+  const detail::Alignment al = detail::align_clocks(P, deps);
+  const double per_unit = options.time_unit == "us" ? 1.0 : options.time_unit == "s" ? 1e6 : 1e3;
+  double origin = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < P; ++r)
+    for (const auto& x : acts[static_cast<std::size_t>(r)])
+      origin = std::min(origin, x.start + al.offset[static_cast<std::size_t>(r)]);
+
+  // The program: each rank's actions in the order they ran; stages by index on their rank.
+  std::vector<schedules::StagePlace> placement(static_cast<std::size_t>(S));
+  std::vector<int> chunks(static_cast<std::size_t>(P), 0);
+  for (int s = 0; s < S; ++s)
+    placement[static_cast<std::size_t>(s)] = {stage_rank[s],
+                                              chunks[static_cast<std::size_t>(stage_rank[s])]++};
+  auto program = std::make_shared<schedules::Program>(M, placement);
+  record::Trace trace;
+  trace.time_unit = options.time_unit;
+  trace.origin = "measured";
+  trace.clock = "profiler";
+  trace.ranks.resize(static_cast<std::size_t>(P));
+  for (int r = 0; r < P; ++r) {
+    auto& a = acts[static_cast<std::size_t>(r)];
+    std::stable_sort(a.begin(), a.end(),
+                     [](const Action& x, const Action& y) { return x.start < y.start; });
+    const double off = al.offset[static_cast<std::size_t>(r)];
+    out.ranks[static_cast<std::size_t>(r)].offset = (off) / per_unit;
+    auto& tl = trace.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      program->push(r, Op::compute(a[i].kind, a[i].stage, a[i].mb));
+      const double start = (a[i].start + off - origin) / per_unit;
+      const double end = (a[i].end + off - origin) / per_unit;
+      trace.spans.push_back({r, static_cast<int>(i), record::SpanKind::compute, start, end});
+      if (i == 0) tl.start = start;
+      tl.end = std::max(tl.end, end);
+    }
+  }
+  out.latency = al.latency / per_unit;
+  record::RunRecord& rec = out.measured;
+  rec.info.name = "imported profile";
+  rec.info.source = traces.front().file;
+  rec.info.schedule = "custom";
+  rec.info.comm_style = "custom";
+  rec.info.matching = "fifo";
+  rec.info.semantics = "nccl";
+  rec.info.time_unit = options.time_unit;
+  rec.info.origin = "measured";
+  rec.program = program;
+  rec.metrics = record::compute_metrics(trace, *program);
+  rec.trace = std::move(trace);
+  // Costs: the mean of each stage's durations per kind, stalls (over twice the median) left out.
+  model::Model base;
+  base.costs = model::CostModel::uniform(S, {});
+  out.calibrated = real::calibrated(base, rec);
+  out.calibrated.network.latency = out.latency;
+  out.calibrated.network.bandwidth = 0;
+  out.calibrated.costs.launch_overhead = launch_overhead(rec, S);
+  return out;
+}
+
+nlohmann::json calibration_fragment(const model::Model& m) {
+  nlohmann::json stages = nlohmann::json::object();
+  for (std::size_t i = 0; i < m.costs.stages.size(); ++i) {
+    const model::StageCost& c = m.costs.stages[i];
+    nlohmann::json s = {{"forward", c.forward}};
+    // The split where it adds up to B (I and W measured, or the model's own), else B alone.
+    if (c.split && std::abs(c.backward_input + c.backward_weight - c.backward) <=
+                       1e-9 * std::max(1.0, c.backward)) {
+      s["backward_input"] = c.backward_input;
+      s["backward_weight"] = c.backward_weight;
+    } else {
+      s["backward"] = c.backward;
+    }
+    if (c.overlapped_fb >= 0) s["overlapped_fb"] = c.overlapped_fb;
+    stages[std::to_string(i)] = std::move(s);
+  }
+  nlohmann::json costs = {{"per_stage", std::move(stages)}};
+  if (m.costs.launch_overhead > 0) costs["launch_overhead"] = m.costs.launch_overhead;
+  return {{"costs", std::move(costs)},
+          {"comm", {{"latency", m.network.latency}, {"bandwidth", m.network.bandwidth}}}};
+}
+
+}  // namespace ppsim::profile

@@ -1,0 +1,226 @@
+// Reading Kineto traces: the file (gzip or not), the JSON filtered while it is parsed so that only
+// profiler steps and pipeline ranges are kept (a trace of 1 GB holds millions of kernel events).
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+
+#include "ppsim/base/excerpt.hpp"
+#include "ppsim/profile/kineto.hpp"
+
+namespace ppsim::profile {
+
+using nlohmann::json;
+using schedules::OpKind;
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+std::optional<OpKind> kind_of_letter(std::string_view s) {
+  if (s == "F") return OpKind::F;
+  if (s == "B") return OpKind::B;
+  if (s == "I") return OpKind::I;
+  if (s == "W") return OpKind::W;
+  return std::nullopt;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) throw ProfileError(fmt::format("{}: cannot open the trace", path));
+  unsigned char magic[2] = {0, 0};
+  probe.read(reinterpret_cast<char*>(magic), 2);
+  probe.close();
+  std::string out;
+  if (magic[0] == 0x1f && magic[1] == 0x8b) {  // gzip
+    std::unique_ptr<gzFile_s, decltype(&gzclose)> gz(gzopen(path.c_str(), "rb"), gzclose);
+    if (!gz) throw ProfileError(fmt::format("{}: cannot open the trace", path));
+    char buf[1 << 16];
+    for (;;) {
+      const int n = gzread(gz.get(), buf, sizeof buf);
+      if (n < 0) throw ProfileError(fmt::format("{}: not a readable gzip file (truncated?)", path));
+      if (n == 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+      if (out.size() > kMaxTraceBytes)
+        throw ProfileError(fmt::format("{}: over {} bytes uncompressed", path, kMaxTraceBytes));
+    }
+    return out;
+  }
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  const auto size = in.tellg();
+  if (size < 0) throw ProfileError(fmt::format("{}: cannot read the trace", path));
+  if (static_cast<std::size_t>(size) > kMaxTraceBytes)
+    throw ProfileError(fmt::format("{}: over {} bytes", path, kMaxTraceBytes));
+  out.resize(static_cast<std::size_t>(size));
+  in.seekg(0);
+  in.read(out.data(), size);
+  if (!in) throw ProfileError(fmt::format("{}: cannot read the trace", path));
+  return out;
+}
+
+double number(const json& e, const char* key, const std::string& where) {
+  const auto it = e.find(key);
+  if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>()))
+    throw ProfileError(
+        fmt::format("{}: key '{}': expected a finite number, got {}", where, key,
+                    it == e.end() ? std::string("nothing") : base::excerpt(it->dump(), 60)));
+  return it->get<double>();
+}
+
+}  // namespace
+
+std::vector<ActionPattern> default_patterns() {
+  ActionPattern p;
+  p.text = "PP:<stage><F|B|I|W><microbatch> (PyTorch pipelining)";
+  p.regex = std::regex("PP:(\\d{1,6})([FBIW])(\\d{1,9})");
+  p.stage_group = 1;
+  p.kind_group = 2;
+  p.microbatch_group = 3;
+  return {p};
+}
+
+std::vector<ActionPattern> read_map(const std::string& path) {
+  std::string text;
+  try {
+    text = read_bytes(path);
+  } catch (const ProfileError&) {
+    throw;
+  }
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ProfileError(fmt::format("{}: malformed JSON: {}", path, e.what()));
+  }
+  auto fail = [&](const std::string& key, const std::string& what) {
+    throw ProfileError(fmt::format("{}: key '{}': {}", path, key, what));
+  };
+  if (!j.is_object() || !j.contains("actions") || !j["actions"].is_array() ||
+      j["actions"].empty() || j.size() != 1)
+    fail("actions", "expected {\"actions\": [{\"pattern\": REGEX, \"kind\": \"F\", ...}, ...]}");
+  std::vector<ActionPattern> out;
+  for (std::size_t i = 0; i < j["actions"].size(); ++i) {
+    const json& a = j["actions"][i];
+    const std::string at = fmt::format("actions[{}]", i);
+    if (!a.is_object() || !a.contains("pattern") || !a["pattern"].is_string())
+      fail(at + ".pattern", "expected a regular expression (a string)");
+    ActionPattern p;
+    p.text = a["pattern"].get<std::string>();
+    try {
+      p.regex = std::regex(p.text);
+    } catch (const std::regex_error& e) {
+      fail(at + ".pattern", fmt::format("not a regular expression: {}", e.what()));
+    }
+    const unsigned groups = static_cast<unsigned>(p.regex.mark_count());
+    auto group = [&](const char* key) {
+      if (!a.contains(key)) return 0;
+      if (!a[key].is_number_integer() || a[key].get<long long>() < 1 ||
+          a[key].get<long long>() > static_cast<long long>(groups))
+        fail(at + "." + key, fmt::format("expected a capture group from 1 to {}", groups));
+      return a[key].get<int>();
+    };
+    for (const auto& item : a.items())
+      if (item.key() != "pattern" && item.key() != "kind" && item.key() != "kind_group" &&
+          item.key() != "stage" && item.key() != "microbatch")
+        fail(at + "." + item.key(), "unknown key (pattern, kind, kind_group, stage, microbatch)");
+    if (a.contains("kind")) {
+      if (!a["kind"].is_string() || !kind_of_letter(a["kind"].get<std::string>()))
+        fail(at + ".kind", "expected \"F\", \"B\", \"I\" or \"W\"");
+      p.kind = kind_of_letter(a["kind"].get<std::string>());
+    }
+    p.kind_group = group("kind_group");
+    if (!p.kind && !p.kind_group) fail(at + ".kind", "give kind or kind_group");
+    p.stage_group = group("stage");
+    p.microbatch_group = group("microbatch");
+    if (!p.microbatch_group)
+      fail(at + ".microbatch", "expected the capture group of the microbatch");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+RankTrace parse_trace(std::string_view text, const std::string& source,
+                      const std::vector<ActionPattern>& patterns) {
+  RankTrace t;
+  t.file = source;
+  std::string top_key;
+  std::size_t index = 0;
+  std::optional<std::string> error;
+  auto keep = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+    if (depth > kMaxDepth) {
+      error = fmt::format("{}: nested deeper than {}", source, kMaxDepth);
+      throw ProfileError(*error);
+    }
+    if (depth == 1 && event == json::parse_event_t::key) {
+      top_key = parsed.get<std::string>();
+      return true;
+    }
+    if (depth == 1 &&
+        (event == json::parse_event_t::object_end || event == json::parse_event_t::array_end ||
+         event == json::parse_event_t::value))
+      return top_key == "traceEvents" || top_key == "distributedInfo";
+    if (depth != 2 || top_key != "traceEvents" || event != json::parse_event_t::object_end)
+      return true;
+    // One event: kept only if it is a complete range ("ph": "X") we need.
+    const std::size_t i = index++;
+    ++t.events;
+    const auto name = parsed.find("name");
+    const auto ph = parsed.find("ph");
+    if (name == parsed.end() || !name->is_string() || ph == parsed.end() || *ph != "X")
+      return false;
+    const std::string& n = name->get_ref<const std::string&>();
+    const bool step = n.rfind("ProfilerStep#", 0) == 0;
+    bool action = false;
+    for (const auto& p : patterns) action = action || std::regex_match(n, p.regex);
+    if (!step && !action) {
+      if (t.sample.size() < 6 && std::find(t.sample.begin(), t.sample.end(), n) == t.sample.end())
+        t.sample.push_back(base::excerpt(n, 60));
+      return false;
+    }
+    const std::string where =
+        fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
+    RangeEvent r;
+    r.name = n;
+    r.ts = number(parsed, "ts", where);
+    r.dur = number(parsed, "dur", where);
+    if (r.dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
+    r.index = i;
+    const auto cat = parsed.find("cat");
+    r.device = cat != parsed.end() && cat->is_string() && *cat == "gpu_user_annotation";
+    (step ? t.steps : t.ranges).push_back(std::move(r));
+    return false;
+  };
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end(), keep);
+  } catch (const json::parse_error& e) {
+    throw ProfileError(
+        fmt::format("{}: malformed or truncated JSON ({})", source, base::excerpt(e.what(), 160)));
+  }
+  if (!root.is_object() || !root.contains("traceEvents") || !root["traceEvents"].is_array())
+    throw ProfileError(fmt::format(
+        "{}: key 'traceEvents': expected a Chrome trace object with a traceEvents array (as "
+        "torch.profiler's export_chrome_trace writes)",
+        source));
+  if (root.contains("distributedInfo") && root["distributedInfo"].is_object()) {
+    const json& d = root["distributedInfo"];
+    if (d.contains("rank")) {
+      if (!d["rank"].is_number_integer() || d["rank"].get<long long>() < 0 ||
+          d["rank"].get<long long>() > 1'000'000)
+        throw ProfileError(
+            fmt::format("{}: key 'distributedInfo.rank': expected an integer >= 0", source));
+      t.rank = d["rank"].get<int>();
+    }
+  }
+  return t;
+}
+
+RankTrace read_trace(const std::string& path, const std::vector<ActionPattern>& patterns) {
+  const std::string text = read_bytes(path);
+  return parse_trace(text, path, patterns);
+}
+
+}  // namespace ppsim::profile

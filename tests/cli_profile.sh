@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `ppsim import-profile` and `--calibration` from the command line (docs/PROFILES.md): the round
+# trip real (host executor) → Kineto traces → import → the same order and costs → a prediction;
+# public traces of non-pipeline jobs refused; bad traces and options exit 2 naming the file.
+set -u
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out="$tmp/out"
+source "$(dirname "$0")/cli_expect.sh"
+zb="$SRC/configs/zb-h1.json"
+
+expect 0 real "$zb" --time-scale 2ms --profile-trace "$tmp/kt" --json
+cp "$out" "$tmp/real.json"
+[ -f "$tmp/kt/rank0.json" ] && [ -f "$tmp/kt/rank3.json" ] && echo "ok: one trace per rank" ||
+  { echo "FAIL: no traces in $tmp/kt"; fail=1; }
+expect 0 import-profile "$tmp"/kt/rank3.json "$tmp"/kt/rank1.json "$tmp"/kt/rank0.json "$tmp"/kt/rank2.json --json -o "$tmp/frag.json"
+cp "$out" "$tmp/import.json"
+expect 0 export "$zb"
+cp "$out" "$tmp/export.txt"
+python3 - "$tmp/import.json" "$tmp/export.txt" "$tmp/frag.json" <<'PY' || fail=1
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().split("\n")
+for k in ("calibrated", "measured"):
+    assert k in j, k
+assert set(j["calibrated"]) == {"costs", "comm"} and {"latency", "bandwidth"} <= set(j["calibrated"]["comm"])
+stages = j["calibrated"]["costs"]["per_stage"]
+assert len(stages) == 4 and all({"forward", "backward_input", "backward_weight"} <= set(s) for s in stages.values())
+assert j["measured"]["makespan"] > 0
+# Ranks from distributedInfo, whatever order the files came in; each rank's compute order exact.
+for r in j["measured"]["per_rank"]:
+    want = [op for op in lines[r["rank"]].split(",") if re.fullmatch(r"\d+[FBIW]\d+", op)]
+    assert r["ops"].split(",") == want, (r["rank"], r["ops"][:80], want[:8])
+    assert r["file"].endswith(f"rank{r['rank']}.json"), r
+frag = json.load(open(sys.argv[3]))
+assert frag == j["calibrated"], "the -o fragment is the --json one"
+# Costs of 1 ms each in the config, measured in the config's unit on a busy host.
+for s in stages.values():
+    assert 0.8 < s["forward"] < 2, s
+print("ok: import-profile keys, ranks, order, fragment")
+PY
+expect 0 import-profile "$tmp"/kt/rank*.json --report "$tmp/report.html"
+has "import-profile: 4 traces, P=4 S=4 M=8"
+grep -q "replayed with its measured costs" "$tmp/report.html" && echo "ok: report" || { echo "FAIL: report"; fail=1; }
+# Predict another schedule with the measured costs.
+expect 0 run "$zb" --calibration "$tmp/frag.json" --set schedule.kind=1f1b --json
+python3 - "$out" <<'PY' || fail=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ok"] and j["schedule"] == "1f1b" and j["makespan"] > 20, j["makespan"]
+print("ok: run --calibration predicts 1f1b:", j["makespan"])
+PY
+expect 0 run "$zb" --calibration "$tmp/import.json"  # a whole --json output: its "calibrated"
+has "makespan"
+echo '{"costs": {"per_stage": {"0": {"forward": -1}}}}' >"$tmp/bad-frag.json"
+expect 2 run "$zb" --calibration "$tmp/bad-frag.json"
+has "bad-frag.json"
+
+# Real public traces of non-pipeline jobs: refused, saying what they hold.
+for t in "$SRC"/tests/data/kineto-real/*.json.gz; do
+  [ -f "$t" ] || continue
+  expect 2 import-profile "$t"
+  has "no pipeline actions"
+  has "$(basename "$t")"
+done
+# Bad traces and options.
+printf '{"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": 1' >"$tmp/trunc.json"
+expect 2 import-profile "$tmp/trunc.json"
+has "trunc.json"
+has "malformed or truncated"
+head -c 200 "$tmp/kt/rank0.json" | gzip >"$tmp/trunc.json.gz"
+expect 2 import-profile "$tmp/trunc.json.gz"
+has "trunc.json.gz"
+printf '\x1f\x8b\x08garbage' >"$tmp/notgz.json.gz"
+expect 2 import-profile "$tmp/notgz.json.gz"
+has "notgz.json.gz"
+expect 2 import-profile "$tmp/nosuch.json"
+has "nosuch.json"
+expect 2 import-profile "$tmp"/kt/rank*.json --step 3
+has "no ProfilerStep#3"
+expect 2 import-profile "$tmp"/kt/rank0.json "$tmp"/kt/rank0.json
+has "given by two traces"
+echo '{"actions": [{"pattern": "x(\\d+)"}]}' >"$tmp/map.json"
+expect 2 import-profile "$tmp"/kt/rank*.json --map "$tmp/map.json"
+has "map.json"
+expect 2 import-profile "$tmp"/kt/rank*.json -o "$tmp/kt/rank0.json"
+exit $fail

@@ -1,0 +1,232 @@
+// PyTorch profiler (Kineto) traces in (docs/PROFILES.md): synthetic traces of simulated runs with
+// unequal stages, per-rank clock offsets of milliseconds, +-3% noise and two profiler steps give
+// back each rank's order exactly, per-stage F/I/W within 2% of the truth and a replay within 3% of
+// the measured makespan; bad traces end in a ProfileError that names the file and the event.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "ppsim/config/prepare.hpp"
+#include "ppsim/profile/kineto.hpp"
+#include "ppsim/sim/analysis.hpp"
+
+using namespace ppsim;
+using nlohmann::json;
+
+namespace {
+
+json uneven(const std::string& kind, int P, int M) {
+  json per_stage = json::object();
+  for (int s = 0; s < P; ++s)
+    per_stage[std::to_string(s)] = {{"forward", 1.0 + 0.25 * s},
+                                    {"backward_input", 1.2 + 0.1 * s},
+                                    {"backward_weight", 0.7 + 0.05 * (s % 3)}};
+  return {{"name", kind},
+          {"schedule", {{"kind", kind}, {"ranks", P}, {"microbatches", M}}},
+          {"costs", {{"per_stage", per_stage}}},
+          {"comm", {{"latency", 0.02}}}};
+}
+
+// The run's traces as a profiler would leave them: each rank's clock shifted, each duration off
+// by up to +-3%, the step repeated (profiler steps 4 and 5, the second with other noise).
+std::vector<json> profiled(const record::RunRecord& run, const std::vector<double>& offset_ms,
+                           unsigned seed) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("ppsim-profile-" + std::to_string(seed))).string();
+  profile::write_traces(run, dir);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> noise(-0.03, 0.03);
+  std::vector<json> out;
+  for (int r = 0; r < run.program->ranks(); ++r) {
+    std::ifstream in(dir + "/rank" + std::to_string(r) + ".json");
+    json doc = json::parse(in);
+    json events = json::array();
+    const double step_len = run.metrics->makespan * 1000 + 500;
+    for (int step = 4; step <= 5; ++step) {
+      const double shift = offset_ms[static_cast<std::size_t>(r)] * 1000 + (step - 4) * step_len;
+      std::map<std::string, double> scale;  // the same noise on the CPU and the GPU side
+      for (json e : doc["traceEvents"]) {
+        e["ts"] = e["ts"].get<double>() + shift;
+        if (e["name"] == "ProfilerStep#0") {
+          e["name"] = "ProfilerStep#" + std::to_string(step);
+        } else {
+          auto [it, fresh] = scale.emplace(e["name"].get<std::string>(), 0.0);
+          if (fresh) it->second = 1 + noise(rng);
+          e["dur"] = e["dur"].get<double>() * it->second;
+        }
+        events.push_back(e);
+      }
+      // Something that is not an action, as real traces are full of.
+      events.push_back({{"ph", "X"},
+                        {"cat", "kernel"},
+                        {"name", "ampere_sgemm_128x64_nn"},
+                        {"ts", shift + 1.0},
+                        {"dur", 3.0},
+                        {"pid", 0},
+                        {"tid", 7}});
+    }
+    doc["traceEvents"] = events;
+    out.push_back(doc);
+  }
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+profile::Imported import_docs(const std::vector<json>& docs, profile::ImportOptions o = {}) {
+  std::vector<profile::RankTrace> traces;
+  for (std::size_t i = 0; i < docs.size(); ++i)
+    traces.push_back(profile::parse_trace(docs[i].dump(), "rank" + std::to_string(i) + ".json",
+                                          profile::default_patterns()));
+  return profile::import_traces(traces, o);
+}
+
+}  // namespace
+
+TEST_CASE("imported traces give back order, costs and makespan", "[profile]") {
+  for (const auto& [kind, P, M] : {std::tuple{"zb-h1", 4, 8}, std::tuple{"1f1b", 3, 6},
+                                   std::tuple{"zbv", 2, 6}, std::tuple{"interleaved-zb", 2, 4}}) {
+    CAPTURE(kind, P, M);
+    json cfg = uneven(
+        kind, P * (std::string(kind) == "zbv" || std::string(kind) == "interleaved-zb" ? 2 : 1), M);
+    cfg["schedule"]["ranks"] = P;
+    if (std::string(kind) == "interleaved-zb") cfg["schedule"]["chunks"] = 2;
+    if (std::string(kind) == "1f1b")
+      for (auto& [s, c] : cfg["costs"]["per_stage"].items()) {
+        c["backward"] = c["backward_input"].get<double>() + c["backward_weight"].get<double>();
+        c.erase("backward_input");
+        c.erase("backward_weight");
+      }
+    const config::Prepared prepared = config::prepare(config::parse_config(cfg, "truth.json"));
+    const record::RunRecord truth = sim::analyze(prepared, {.trace = true});
+    REQUIRE(truth.ok());
+    std::vector<double> offsets;
+    for (int r = 0; r < P; ++r)
+      offsets.push_back(std::vector<double>{0, 7.5, -3.25, 12.0}[static_cast<std::size_t>(r % 4)]);
+    const auto docs = profiled(truth, offsets, static_cast<unsigned>(P * 10 + M));
+    const profile::Imported im = import_docs(docs);
+    // The last step by default; each rank's compute order exactly.
+    for (const auto& r : im.ranks) REQUIRE(r.step == 5);
+    const auto& got = *im.measured.program;
+    REQUIRE(got.ranks() == P);
+    for (int r = 0; r < P; ++r) {
+      std::vector<schedules::Op> want;
+      for (const auto& op : prepared.program->ops(r))
+        if (schedules::is_compute(op.kind)) want.push_back(op);
+      REQUIRE(got.ops(r).size() == want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        REQUIRE(got.ops(r)[i].kind == want[i].kind);
+        REQUIRE(got.ops(r)[i].stage == want[i].stage);
+        REQUIRE(got.ops(r)[i].microbatch == want[i].microbatch);
+      }
+    }
+    // Per-stage costs within 2% of the truth.
+    for (int s = 0; s < prepared.program->stages(); ++s) {
+      const auto& t = prepared.model.costs.stages[static_cast<std::size_t>(s)];
+      const auto& c = im.calibrated.costs.stages[static_cast<std::size_t>(s)];
+      CAPTURE(s);
+      REQUIRE(c.forward == Approx(t.forward).epsilon(0.02));
+      if (t.split) {
+        REQUIRE(c.backward_input == Approx(t.backward_input).epsilon(0.02));
+        REQUIRE(c.backward_weight == Approx(t.backward_weight).epsilon(0.02));
+      } else {
+        REQUIRE(c.backward == Approx(t.backward).epsilon(0.02));
+      }
+    }
+    // The clocks aligned: offsets recovered to within the one-way delay, and the replay of the
+    // imported order with the measured costs within 3% of the measured makespan.
+    for (int r = 0; r < P; ++r)
+      REQUIRE(im.ranks[static_cast<std::size_t>(r)].offset ==
+              Approx(-(offsets[static_cast<std::size_t>(r)] - offsets[0])).margin(0.1));
+    const double measured = im.measured.metrics->makespan;
+    REQUIRE(measured == Approx(truth.metrics->makespan).epsilon(0.05));
+    json replay = profile::calibration_fragment(im.calibrated);
+    json ops = json::array();
+    for (int r = 0; r < P; ++r) {
+      std::string line;
+      for (const auto& op : got.ops(r)) line += (line.empty() ? "" : ",") + schedules::op_text(op);
+      ops.push_back(line);
+    }
+    replay["schedule"] = {{"kind", "custom"}, {"ops", ops}};
+    replay["comm"]["style"] = "async";
+    replay["comm"]["prefetch"] = "all";
+    const auto predicted = sim::analyze(config::parse_config(replay, "replay.json"));
+    REQUIRE(predicted.ok());
+    REQUIRE(predicted.metrics->makespan == Approx(measured).epsilon(0.03));
+    // --step 4: the other step, the same order.
+    profile::ImportOptions o;
+    o.step = 4;
+    const profile::Imported first = import_docs(docs, o);
+    REQUIRE(first.ranks[0].step == 4);
+    REQUIRE(first.measured.program->ops(0).size() == got.ops(0).size());
+    o.step = 9;
+    REQUIRE_THROWS_WITH(import_docs(docs, o),
+                        Catch::Contains("no ProfilerStep#9") && Catch::Contains("ProfilerStep#4"));
+  }
+}
+
+TEST_CASE("traces the importer cannot use say which file and event", "[profile]") {
+  const auto patterns = profile::default_patterns();
+  auto parse = [&](const std::string& text) {
+    return profile::parse_trace(text, "t.json", patterns);
+  };
+  REQUIRE_THROWS_WITH(parse("{\"traceEvents\": [{\"ph\": \"X\""),
+                      Catch::Contains("t.json") && Catch::Contains("malformed or truncated"));
+  REQUIRE_THROWS_WITH(parse("[]"), Catch::Contains("traceEvents"));
+  REQUIRE_THROWS_WITH(
+      parse(
+          R"({"traceEvents": [{"ph": "X", "name": "x"}, {"ph": "X", "name": "PP:0F0", "ts": "7", "dur": 1}]})"),
+      Catch::Contains("traceEvents[1]") && Catch::Contains("'ts'"));
+  REQUIRE_THROWS_WITH(
+      parse(R"({"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": 1, "dur": -1}]})"),
+      Catch::Contains("traceEvents[0]") && Catch::Contains("'dur'"));
+  std::string deep = "{\"traceEvents\": [";
+  for (int i = 0; i < 100; ++i) deep += "[";
+  REQUIRE_THROWS_WITH(parse(deep), Catch::Contains("t.json"));
+  // No pipeline actions: what the trace holds instead.
+  const auto t = parse(R"({"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1, "dur": 2},
+                          {"ph": "X", "name": "ProfilerStep#3", "ts": 0, "dur": 9}]})");
+  REQUIRE_THROWS_WITH(
+      profile::import_traces({t}, {}),
+      Catch::Contains("no pipeline actions in ProfilerStep#3") && Catch::Contains("aten::mm"));
+  // A stage on two ranks, and an action twice in a step.
+  const auto a = parse(R"({"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": 1, "dur": 2}]})");
+  REQUIRE_THROWS_WITH(profile::import_traces({a, a}, {}),
+                      Catch::Contains("stage 0 also runs on rank 0"));
+  const auto twice = parse(R"({"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": 1, "dur": 2},
+                              {"ph": "X", "name": "PP:0F0", "ts": 5, "dur": 2}]})");
+  REQUIRE_THROWS_WITH(profile::import_traces({twice}, {}), Catch::Contains("appears twice"));
+}
+
+TEST_CASE("a map file names other frameworks' ranges", "[profile]") {
+  const auto dir = std::filesystem::temp_directory_path() / "ppsim-profile-map";
+  std::filesystem::create_directories(dir);
+  const std::string map = (dir / "map.json").string();
+  std::ofstream(map) << R"J({"actions": [
+    {"pattern": "forward-step-(\\d+)", "kind": "F", "microbatch": 1},
+    {"pattern": "backward-step-(\\d+)", "kind": "B", "microbatch": 1}]})J";
+  auto patterns = profile::default_patterns();
+  for (auto& p : profile::read_map(map)) patterns.push_back(std::move(p));
+  auto rank = [&](int r, double off) {
+    json e = json::array();
+    for (int m = 0; m < 2; ++m) {
+      e.push_back({{"ph", "X"},
+                   {"name", "forward-step-" + std::to_string(m)},
+                   {"ts", off + 10 * m + r * 2},
+                   {"dur", 1}});
+      e.push_back({{"ph", "X"},
+                   {"name", "backward-step-" + std::to_string(m)},
+                   {"ts", off + 30 + 10 * m - r * 3},
+                   {"dur", 2}});
+    }
+    return profile::parse_trace(json{{"traceEvents", e}}.dump(), "r" + std::to_string(r), patterns);
+  };
+  const auto im = profile::import_traces({rank(0, 0), rank(1, 1000)}, {}, patterns);
+  REQUIRE(im.measured.program->stages() == 2);  // the stage of a name without one: its rank's
+  REQUIRE(im.calibrated.costs.stages[1].backward == Approx(2.0 / 1000));
+  std::ofstream(map) << R"J({"actions": [{"pattern": "(", "kind": "F", "microbatch": 1}]})J";
+  REQUIRE_THROWS_WITH(profile::read_map(map), Catch::Contains("actions[0].pattern"));
+  std::filesystem::remove_all(dir);
+}
