@@ -48,6 +48,7 @@ json to_json(const profile::Imported& im) {
           {"stages", rec.program->stages()},
           {"microbatches", rec.program->microbatches()},
           {"latency", im.latency},
+          {"launch_overhead", im.launch_overhead},
           {"measured",
            {{"makespan", m.makespan}, {"bubble_fraction", m.bubble_fraction}, {"per_rank", ranks}}},
           {"calibrated", profile::calibration_fragment(im.calibrated)}};
@@ -74,8 +75,9 @@ std::string text(const profile::Imported& im) {
                        r.offset, rm.busy, rm.end);
   }
   out += fmt::format(
-      "  measured makespan {:.4f} {}, bubble {:.4f}; one-way latency {:.4f} {} (from the pairs)\n",
-      m.makespan, u, m.bubble_fraction, im.latency, u);
+      "  measured makespan {:.4f} {}, bubble {:.4f}; one-way latency {:.4f} {} (from the pairs), "
+      "launch overhead {:.4f} {}\n",
+      m.makespan, u, m.bubble_fraction, im.latency, u, im.launch_overhead, u);
   out += "\n  costs measured (mean per stage, stalls left out):\n";
   out += fmt::format("  {:>5} {:>4} {:>10} {:>10} {:>10} {:>10}\n", "stage", "rank", "F", "I", "W",
                      "B");

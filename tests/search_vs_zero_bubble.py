@@ -9,7 +9,7 @@ schedule; ppsim simulates that schedule under the same model (async p2p, receive
 ops ahead, the faster counted) and searches its own. The search's best must fit the limit, finish
 and be no slower on every setting, and faster on most.
 
-usage: search_vs_zero_bubble.py PPSIM [--quick]   (--quick: the settings with m <= 64)
+usage: search_vs_zero_bubble.py PPSIM [--quick]   (--quick: the settings with m <= 32)
 """
 import json
 import os
@@ -52,7 +52,7 @@ def main():
           f"{'1 chunk':>12} {'gain':>7}  ppsim's best")
     with tempfile.TemporaryDirectory() as tmp:
         for s in settings:
-            if quick and s["n"] > 64:
+            if quick and s["n"] > 32:
                 continue
             cfg = config(s)
             mem_f = cfg["memory"]["activation_bytes"]

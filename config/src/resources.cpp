@@ -382,11 +382,6 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
       time.add(cost_key(c, stage, "overlapped_fb"),
                static_cast<double>(pairs[st]) * sc.overlapped_fb);
   }
-  double compute_ops = 0;
-  for (std::size_t st = 0; st < S; ++st)
-    for (std::size_t k = 0; k < 4; ++k) compute_ops += static_cast<double>(count[st][k]);
-  if (compute_ops > 0 && m.costs.launch_overhead > 0)
-    time.add("costs.launch_overhead", compute_ops * m.costs.launch_overhead);
   const auto transfers = static_cast<double>(sends);
   total_bytes.add("comm.boundary_bytes", static_cast<double>(m.network.boundary_bytes) * transfers);
   if (total_bytes.total() > static_cast<double>(kMaxByteSum))

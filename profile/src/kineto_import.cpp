@@ -325,7 +325,7 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
   out.calibrated = real::calibrated(base, rec);
   out.calibrated.network.latency = out.latency;
   out.calibrated.network.bandwidth = 0;
-  out.calibrated.costs.launch_overhead = launch_overhead(rec, S);
+  out.launch_overhead = launch_overhead(rec, S);
   return out;
 }
 
@@ -345,9 +345,7 @@ nlohmann::json calibration_fragment(const model::Model& m) {
     if (c.overlapped_fb >= 0) s["overlapped_fb"] = c.overlapped_fb;
     stages[std::to_string(i)] = std::move(s);
   }
-  nlohmann::json costs = {{"per_stage", std::move(stages)}};
-  if (m.costs.launch_overhead > 0) costs["launch_overhead"] = m.costs.launch_overhead;
-  return {{"costs", std::move(costs)},
+  return {{"costs", {{"per_stage", std::move(stages)}}},
           {"comm", {{"latency", m.network.latency}, {"bandwidth", m.network.bandwidth}}}};
 }
 

@@ -35,7 +35,6 @@ struct Config {
   bool default_comm = true;
   CostSpec costs;
   std::map<int, CostSpec> stage_costs;
-  double launch_overhead = 0;  // costs.launch_overhead: added to every compute op
   NetworkOptions network;
   MemoryOptions memory;
   // `model` and `hardware` (docs/MODEL.md): with both, prepare() derives costs and memory.

@@ -27,9 +27,6 @@ struct StageCost {
 
 struct CostModel {
   std::vector<StageCost> stages;  // one per virtual stage
-  // Added to every compute op: the host's time to launch it (a profile's measured gaps between
-  // ops that had their inputs, `costs.launch_overhead`); 0 unless calibrated.
-  double launch_overhead = 0;
   static CostModel uniform(int stages, StageCost cost) {
     return {std::vector<StageCost>(static_cast<std::size_t>(stages), cost)};
   }

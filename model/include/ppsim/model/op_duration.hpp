@@ -28,16 +28,12 @@ inline std::optional<double> plain_op_duration(const CostModel& costs, const sch
   }
 }
 
-// Any op, with the launch overhead for compute ops. A composite (an overlapped F&B pair, its
-// forward first) runs its parts together: for the sum of their costs unless `costs.overlapped_fb`
-// of its forward's stage gives a time or a fraction of that sum.
+// Any op. A composite (an overlapped F&B pair, its forward first) runs its parts together: for
+// the sum of their costs unless `costs.overlapped_fb` of its forward's stage gives a time or a
+// fraction of that sum.
 inline std::optional<double> op_duration(const CostModel& costs, const schedules::Program& program,
                                          int rank, const schedules::Op& op) {
-  const double launch = schedules::is_compute(op.kind) ? costs.launch_overhead : 0.0;
-  if (!schedules::is_composite(op.kind)) {
-    const auto d = plain_op_duration(costs, op);
-    return d ? std::optional<double>(*d + launch) : std::nullopt;
-  }
+  if (!schedules::is_composite(op.kind)) return plain_op_duration(costs, op);
   const auto parts = program.parts(rank, op);
   double d = 0;
   for (const schedules::Op& part : parts) {
@@ -45,9 +41,9 @@ inline std::optional<double> op_duration(const CostModel& costs, const schedules
     if (!p) return std::nullopt;
     d += *p;
   }
-  if (parts.empty()) return d + launch;
+  if (parts.empty()) return d;
   const StageCost& c = costs.stages[static_cast<std::size_t>(parts.front().stage)];
-  return (c.overlapped_fb >= 0 ? c.overlapped_fb : c.overlapped_fb_fraction * d) + launch;
+  return c.overlapped_fb >= 0 ? c.overlapped_fb : c.overlapped_fb_fraction * d;
 }
 
 }  // namespace ppsim::model

@@ -80,6 +80,9 @@ struct Imported {
   record::RunRecord measured;  // origin "measured": program, trace, metrics
   std::vector<ImportedRank> ranks;
   double latency = 0;  // one-way hop estimated from the pairs (time unit)
+  // The host's time to launch an op: the median gap before the actions whose input was already
+  // there (time unit). Measured and reported; the cost model does not add it yet.
+  double launch_overhead = 0;
   // The cost model the trace measures: per-stage F/I/W (or B) means with stalls left out.
   model::Model calibrated;
 };
