@@ -65,26 +65,9 @@ std::string text_report(const search::SearchResult& r) {
   out += "best per family:\n";
   out += fmt::format("  {:<16} {:>12} {:>7} {:>10}  {}\n", "family", "makespan", "bubble", "peak",
                      "schedule / verdict");
-  std::map<std::string, std::size_t> best;
-  std::vector<std::string> order;
-  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+  for (const std::size_t i : search::best_per_family(r)) {
     const auto& c = r.candidates[i];
-    auto it = best.find(c.family);
-    auto rank_of = [&](const search::Candidate& k) {
-      return r.within_limit(k) ? 2 : k.finished ? 1 : 0;
-    };
-    if (it == best.end()) {
-      best[c.family] = i;
-      order.push_back(c.family);
-    } else {
-      const auto& o = r.candidates[it->second];
-      if (rank_of(c) > rank_of(o) ||
-          (rank_of(c) == rank_of(o) && c.finished && c.makespan < o.makespan))
-        it->second = i;
-    }
-  }
-  for (const auto& f : order) {
-    const auto& c = r.candidates[best[f]];
+    const std::string& f = c.family;
     if (!c.finished) {
       out += fmt::format("  {:<16} {:>12} {:>7} {:>10}  {}\n", f, "-", "-", "-",
                          base::excerpt(c.verdict, 70));

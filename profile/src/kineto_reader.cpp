@@ -83,17 +83,12 @@ std::vector<ActionPattern> default_patterns() {
 }
 
 std::vector<ActionPattern> read_map(const std::string& path) {
-  std::string text;
-  try {
-    text = read_bytes(path);
-  } catch (const ProfileError&) {
-    throw;
-  }
+  const std::string text = read_bytes(path);
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ProfileError(fmt::format("{}: malformed JSON: {}", path, e.what()));
+  } catch (const json::exception& e) {
+    throw ProfileError(fmt::format("{}: malformed JSON: {}", path, base::excerpt(e.what(), 160)));
   }
   auto fail = [&](const std::string& key, const std::string& what) {
     throw ProfileError(fmt::format("{}: key '{}': {}", path, key, what));
@@ -196,7 +191,7 @@ RankTrace parse_trace(std::string_view text, const std::string& source,
   json root;
   try {
     root = json::parse(text.begin(), text.end(), keep);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for 2e308
     throw ProfileError(
         fmt::format("{}: malformed or truncated JSON ({})", source, base::excerpt(e.what(), 160)));
   }

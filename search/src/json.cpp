@@ -35,31 +35,6 @@ json candidate_json(const SearchResult& r, const Candidate& c) {
   return j;
 }
 
-// The best candidate of each family: within the limit first, then any that finished.
-std::vector<std::size_t> best_per_family(const SearchResult& r) {
-  std::map<std::string, std::size_t> best;
-  std::vector<std::string> order;
-  auto better = [&](const Candidate& a, const Candidate& b) {
-    const int ka = r.within_limit(a) ? 2 : a.finished ? 1 : 0;
-    const int kb = r.within_limit(b) ? 2 : b.finished ? 1 : 0;
-    if (ka != kb) return ka > kb;
-    return a.finished && a.makespan < b.makespan;
-  };
-  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
-    const auto& c = r.candidates[i];
-    auto it = best.find(c.family);
-    if (it == best.end()) {
-      best[c.family] = i;
-      order.push_back(c.family);
-    } else if (better(c, r.candidates[it->second])) {
-      it->second = i;
-    }
-  }
-  std::vector<std::size_t> out;
-  for (const auto& f : order) out.push_back(best[f]);
-  return out;
-}
-
 [[noreturn]] void bad(const std::string& source, const std::string& key, const std::string& what) {
   throw config::ConfigError(source, key, what);
 }
@@ -94,6 +69,30 @@ std::int64_t integer(const json& j, const char* key, std::int64_t lo, std::int64
 constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
 
 }  // namespace
+
+std::vector<std::size_t> best_per_family(const SearchResult& r) {
+  std::map<std::string, std::size_t> best;
+  std::vector<std::string> order;
+  auto better = [&](const Candidate& a, const Candidate& b) {
+    const int ka = r.within_limit(a) ? 2 : a.finished ? 1 : 0;
+    const int kb = r.within_limit(b) ? 2 : b.finished ? 1 : 0;
+    if (ka != kb) return ka > kb;
+    return a.finished && a.makespan < b.makespan;
+  };
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    auto it = best.find(c.family);
+    if (it == best.end()) {
+      best[c.family] = i;
+      order.push_back(c.family);
+    } else if (better(c, r.candidates[it->second])) {
+      it->second = i;
+    }
+  }
+  std::vector<std::size_t> out;
+  for (const auto& f : order) out.push_back(best[f]);
+  return out;
+}
 
 json to_json(const SearchResult& r) {
   json out = {{"name", r.name},

@@ -69,6 +69,10 @@ struct SearchResult {
 // Throws config::ConfigError for a config or limit it cannot search (exit 2).
 SearchResult search(const config::Config& base, const SearchOptions& options);
 
+// The best candidate of each family, families in the order their first candidate comes: within
+// the limit first, then any that finished, then the first.
+std::vector<std::size_t> best_per_family(const SearchResult& result);
+
 // The JSON object `--json` prints (keys: best, families, pareto, candidates, ...); `ops` and the
 // runnable config only for the best.
 nlohmann::json to_json(const SearchResult& result);
