@@ -181,6 +181,74 @@ double launch_overhead(const record::RunRecord& rec, int stages) {
   return gaps[gaps.size() / 2];
 }
 
+// The cross-rank pairs (forward s -> s+1, backward s+1 -> s), and the clocks aligned from them.
+detail::Alignment align(const std::vector<std::vector<Action>>& acts, int S) {
+  std::map<Key, std::pair<int, const Action*>> by_key;
+  for (std::size_t r = 0; r < acts.size(); ++r)
+    for (const auto& x : acts[r]) by_key[{x.kind, x.stage, x.mb}] = {static_cast<int>(r), &x};
+  auto find = [&](OpKind k, int s, int m) -> std::optional<std::pair<int, const Action*>> {
+    auto it = by_key.find({k, s, m});
+    if (it == by_key.end()) return std::nullopt;
+    return it->second;
+  };
+  std::vector<detail::Dependency> deps;
+  for (const auto& [key, ra] : by_key) {
+    if (key.kind == OpKind::F && key.stage + 1 < S)
+      if (auto next = find(OpKind::F, key.stage + 1, key.mb))
+        deps.push_back({ra.first, next->first, ra.second->end, next->second->start});
+    if ((key.kind == OpKind::I || key.kind == OpKind::B) && key.stage > 0)
+      for (OpKind k : {OpKind::I, OpKind::B})
+        if (auto prev = find(k, key.stage - 1, key.mb))
+          deps.push_back({ra.first, prev->first, ra.second->end, prev->second->start});
+  }
+  return detail::align_clocks(static_cast<int>(acts.size()), deps);
+}
+
+// Each rank's actions in the order they ran (sorted here), on the aligned clock from the first
+// action's start, in the time unit.
+record::Trace measured_trace(std::vector<std::vector<Action>>& acts, const detail::Alignment& al,
+                             double per_unit, const std::string& unit) {
+  double origin = std::numeric_limits<double>::infinity();
+  for (std::size_t r = 0; r < acts.size(); ++r)
+    for (const auto& x : acts[r]) origin = std::min(origin, x.start + al.offset[r]);
+  record::Trace trace;
+  trace.time_unit = unit;
+  trace.origin = "measured";
+  trace.clock = "profiler";
+  trace.ranks.resize(acts.size());
+  for (std::size_t r = 0; r < acts.size(); ++r) {
+    auto& a = acts[r];
+    std::stable_sort(a.begin(), a.end(),
+                     [](const Action& x, const Action& y) { return x.start < y.start; });
+    auto& tl = trace.ranks[r];
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const double start = (a[i].start + al.offset[r] - origin) / per_unit;
+      const double end = (a[i].end + al.offset[r] - origin) / per_unit;
+      trace.spans.push_back(
+          {static_cast<int>(r), static_cast<int>(i), record::SpanKind::compute, start, end});
+      if (i == 0) tl.start = start;
+      tl.end = std::max(tl.end, end);
+    }
+  }
+  return trace;
+}
+
+// The program: each rank's actions in the order they ran; stages by index on their rank.
+std::shared_ptr<schedules::Program> program_of(const std::vector<std::vector<Action>>& acts,
+                                               const std::map<int, int>& stage_rank, int S, int M) {
+  std::vector<schedules::StagePlace> placement(static_cast<std::size_t>(S));
+  std::vector<int> chunks(acts.size(), 0);
+  for (int s = 0; s < S; ++s) {
+    const int r = stage_rank.at(s);
+    placement[static_cast<std::size_t>(s)] = {r, chunks[static_cast<std::size_t>(r)]++};
+  }
+  auto program = std::make_shared<schedules::Program>(M, placement);
+  for (std::size_t r = 0; r < acts.size(); ++r)
+    for (const auto& x : acts[r])
+      program->push(static_cast<int>(r), Op::compute(x.kind, x.stage, x.mb));
+  return program;
+}
+
 }  // namespace
 
 Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions& options,
@@ -251,61 +319,13 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
           traces[order[static_cast<std::size_t>(stage_rank[ks.second])]].file, ks.second,
           set.size(), M, schedules::to_string(ks.first)));
 
-  // Clocks: aligned from the cross-rank pairs (forward s -> s+1, backward s+1 -> s).
-  std::map<Key, std::pair<int, const Action*>> by_key;
-  for (int r = 0; r < P; ++r)
-    for (const auto& x : acts[static_cast<std::size_t>(r)])
-      by_key[{x.kind, x.stage, x.mb}] = {r, &x};
-  std::vector<detail::Dependency> deps;
-  auto find = [&](OpKind k, int s, int m) -> std::optional<std::pair<int, const Action*>> {
-    auto it = by_key.find({k, s, m});
-    if (it == by_key.end()) return std::nullopt;
-    return it->second;
-  };
-  for (const auto& [key, ra] : by_key) {
-    if (key.kind == OpKind::F && key.stage + 1 < S)
-      if (auto next = find(OpKind::F, key.stage + 1, key.mb))
-        deps.push_back({ra.first, next->first, ra.second->end, next->second->start});
-    if ((key.kind == OpKind::I || key.kind == OpKind::B) && key.stage > 0)
-      for (OpKind k : {OpKind::I, OpKind::B})
-        if (auto prev = find(k, key.stage - 1, key.mb))
-          deps.push_back({ra.first, prev->first, ra.second->end, prev->second->start});
-  }
-  const detail::Alignment al = detail::align_clocks(P, deps);
+  const detail::Alignment al = align(acts, S);
   const double per_unit = options.time_unit == "us" ? 1.0 : options.time_unit == "s" ? 1e6 : 1e3;
-  double origin = std::numeric_limits<double>::infinity();
+  record::Trace trace = measured_trace(acts, al, per_unit, options.time_unit);
   for (int r = 0; r < P; ++r)
-    for (const auto& x : acts[static_cast<std::size_t>(r)])
-      origin = std::min(origin, x.start + al.offset[static_cast<std::size_t>(r)]);
-
-  // The program: each rank's actions in the order they ran; stages by index on their rank.
-  std::vector<schedules::StagePlace> placement(static_cast<std::size_t>(S));
-  std::vector<int> chunks(static_cast<std::size_t>(P), 0);
-  for (int s = 0; s < S; ++s)
-    placement[static_cast<std::size_t>(s)] = {stage_rank[s],
-                                              chunks[static_cast<std::size_t>(stage_rank[s])]++};
-  auto program = std::make_shared<schedules::Program>(M, placement);
-  record::Trace trace;
-  trace.time_unit = options.time_unit;
-  trace.origin = "measured";
-  trace.clock = "profiler";
-  trace.ranks.resize(static_cast<std::size_t>(P));
-  for (int r = 0; r < P; ++r) {
-    auto& a = acts[static_cast<std::size_t>(r)];
-    std::stable_sort(a.begin(), a.end(),
-                     [](const Action& x, const Action& y) { return x.start < y.start; });
-    const double off = al.offset[static_cast<std::size_t>(r)];
-    out.ranks[static_cast<std::size_t>(r)].offset = (off) / per_unit;
-    auto& tl = trace.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      program->push(r, Op::compute(a[i].kind, a[i].stage, a[i].mb));
-      const double start = (a[i].start + off - origin) / per_unit;
-      const double end = (a[i].end + off - origin) / per_unit;
-      trace.spans.push_back({r, static_cast<int>(i), record::SpanKind::compute, start, end});
-      if (i == 0) tl.start = start;
-      tl.end = std::max(tl.end, end);
-    }
-  }
+    out.ranks[static_cast<std::size_t>(r)].offset =
+        al.offset[static_cast<std::size_t>(r)] / per_unit;
+  auto program = program_of(acts, stage_rank, S, M);
   out.latency = al.latency / per_unit;
   record::RunRecord& rec = out.measured;
   rec.info.name = "imported profile";
