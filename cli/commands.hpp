@@ -154,6 +154,8 @@ struct ImportProfileOptions {
   std::optional<int> step;  // --step N: ProfilerStep#N
   std::string map_file;     // --map FILE: other frameworks' range names
   std::string report_file;  // --report: measured beside its replay
+  std::string trace_file;   // --trace: Chrome/Perfetto trace of both
+  std::string svg_file;     // --svg: the measured timeline
 };
 int cmd_import_profile(const std::vector<std::string>& traces, const ImportProfileOptions& options);
 

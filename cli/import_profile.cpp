@@ -12,8 +12,11 @@
 #include "ppsim/config/config.hpp"
 #include "ppsim/profile/kineto.hpp"
 #include "ppsim/sim/analysis.hpp"
+#include "ppsim/viz/chrome_trace.hpp"
 #include "ppsim/viz/html_report.hpp"
 #include "ppsim/viz/json_report.hpp"
+#include "ppsim/viz/svg_timeline.hpp"
+#include "ppsim/viz/trace_stream.hpp"
 
 namespace ppsim::cli {
 
@@ -113,11 +116,11 @@ json replay_config(const profile::Imported& im) {
 
 int cmd_import_profile(const std::vector<std::string>& files, const ImportProfileOptions& o) {
   return run_guarded(files.empty() ? std::string("import-profile") : files.front(), [&] {
-    refuse_input_as_output("--output", o.output, o.map_file);
-    refuse_input_as_output("--report", o.report_file, o.map_file);
-    for (const auto& f : files) {
-      refuse_input_as_output("--output", o.output, f);
-      refuse_input_as_output("--report", o.report_file, f);
+    for (const auto& [option, file] :
+         {std::pair{"--output", &o.output}, std::pair{"--report", &o.report_file},
+          std::pair{"--trace", &o.trace_file}, std::pair{"--svg", &o.svg_file}}) {
+      refuse_input_as_output(option, *file, o.map_file);
+      for (const auto& f : files) refuse_input_as_output(option, *file, f);
     }
     profile::ImportOptions io;
     if (o.step) {
@@ -135,14 +138,32 @@ int cmd_import_profile(const std::vector<std::string>& files, const ImportProfil
       out.stream() << viz::json_text(profile::calibration_fragment(im.calibrated)) << "\n";
       out.commit();
     }
+    // The imported order replayed with the costs it measured, beside the measured run.
+    std::optional<record::RunRecord> predicted;
+    if (!o.report_file.empty() || !o.trace_file.empty())
+      predicted = sim::analyze(config::parse_config(replay_config(im), "the imported profile"),
+                               {.trace = true});
+    if (!o.trace_file.empty()) {
+      std::vector<viz::LabelledRun> runs;
+      if (predicted->trace) runs.push_back({&*predicted, "replayed"});
+      runs.push_back({&im.measured, "measured"});
+      base::OutputFile out(o.trace_file);
+      viz::write_chrome_trace(
+          out.stream(), runs,
+          {config::microseconds_per_unit(im.measured.info.time_unit), "imported profile"},
+          viz::trace_format_for(o.trace_file));
+      out.commit();
+    }
+    if (!o.svg_file.empty()) {
+      base::OutputFile out(o.svg_file);
+      viz::write_svg_timeline(out.stream(), im.measured);
+      out.commit();
+    }
     if (!o.report_file.empty()) {
-      // The imported order replayed with the costs it measured, beside the measured run.
-      const record::RunRecord predicted = sim::analyze(
-          config::parse_config(replay_config(im), "the imported profile"), {.trace = true});
       viz::HtmlReportOptions ho;
       ho.title = "ppsim import-profile";
       base::OutputFile out(o.report_file);
-      viz::write_html_report(out.stream(), {predicted, im.measured}, ho);
+      viz::write_html_report(out.stream(), {*predicted, im.measured}, ho);
       out.commit();
     }
     if (o.json)

@@ -156,6 +156,12 @@ int run_cli(int argc, char** argv) {
       ->add_option("--report", profile_options.report_file,
                    "HTML report: the measured run beside its replay with the measured costs")
       ->type_name("FILE");
+  profile_sub
+      ->add_option("--trace", profile_options.trace_file,
+                   "trace of the measured run and its replay (.json, .json.gz or .pftrace)")
+      ->type_name("FILE");
+  profile_sub->add_option("--svg", profile_options.svg_file, "SVG timeline of the measured run")
+      ->type_name("FILE");
 
   SearchCliOptions search_options;
   auto* search_sub = app.add_subcommand(

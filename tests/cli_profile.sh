@@ -40,7 +40,9 @@ for s in stages.values():
     assert 0.8 < s["forward"] < 2, s
 print("ok: import-profile keys, ranks, order, fragment")
 PY
-expect 0 import-profile "$tmp"/kt/rank*.json --report "$tmp/report.html"
+expect 0 import-profile "$tmp"/kt/rank*.json --report "$tmp/report.html" --trace "$tmp/t.json" --svg "$tmp/t.svg"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['traceEvents']) > 100" "$tmp/t.json" &&
+  grep -q '<svg' "$tmp/t.svg" && echo "ok: trace and svg" || { echo "FAIL: trace or svg"; fail=1; }
 has "import-profile: 4 traces, P=4 S=4 M=8"
 grep -q "replayed with its measured costs" "$tmp/report.html" && echo "ok: report" || { echo "FAIL: report"; fail=1; }
 # Predict another schedule with the measured costs.
@@ -85,4 +87,6 @@ echo '{"actions": [{"pattern": "x(\\d+)"}]}' >"$tmp/map.json"
 expect 2 import-profile "$tmp"/kt/rank*.json --map "$tmp/map.json"
 has "map.json"
 expect 2 import-profile "$tmp"/kt/rank*.json -o "$tmp/kt/rank0.json"
+expect 2 import-profile "$tmp"/kt/rank*.json --trace "$tmp/kt/rank1.json"
+has "writing it would replace the input"
 exit $fail
