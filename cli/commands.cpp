@@ -220,6 +220,16 @@ std::vector<std::string> calibration_overrides(const std::string& file) {
 
 }  // namespace
 
+void write_out(const std::string& text, const std::string& output) {
+  if (output.empty()) {
+    std::cout << text;
+    return;
+  }
+  base::OutputFile out(output);
+  out.stream() << text;
+  out.commit();
+}
+
 config::Config load_with_calibration(const std::string& path, const CommonOptions& common) {
   if (common.calibration.empty()) return config::load_config(path, common.overrides);
   std::vector<std::string> overrides = common.overrides;

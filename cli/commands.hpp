@@ -142,6 +142,10 @@ struct SearchCliOptions {
 int cmd_search(const std::string& config, const SearchCliOptions& options,
                const CommonOptions& common);
 int cmd_merge(const std::vector<std::string>& results, bool json, const std::string& output);
+// Writes `text` to `output` (through base::OutputFile: whole or not at all), or to stdout when
+// `output` is empty.
+void write_out(const std::string& text, const std::string& output);
+
 // "I/N" with 0 <= I < N -> (I, N); throws UsageError naming --shard.
 std::pair<int, int> parse_shard(const std::string& text);
 // "80GB", "74.5GiB", "1e9", "1000000" -> bytes; throws UsageError naming `option`.

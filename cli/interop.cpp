@@ -19,17 +19,6 @@ namespace ppsim::cli {
 
 namespace {
 
-// Writes `text` to `output` (through base::OutputFile: whole or not at all) or to stdout.
-void write_out(const std::string& text, const std::string& output) {
-  if (output.empty()) {
-    std::cout << text;
-    return;
-  }
-  base::OutputFile out(output);
-  out.stream() << text;
-  out.commit();
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);

@@ -99,14 +99,9 @@ json runnable(const search::Candidate& best) {
   return j;
 }
 
-void write_to(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return;
-  }
-  base::OutputFile out(path);
-  out.stream() << text;
-  out.commit();
+// `-o -`: stdout, as an empty name.
+std::string output_of(const std::string& path) {
+  return path == "-" ? std::string() : path;
 }
 
 void write_outputs(const search::SearchResult& r, const SearchCliOptions& o,
@@ -121,10 +116,10 @@ void write_outputs(const search::SearchResult& r, const SearchCliOptions& o,
     if (o.format == "torch-csv") {
       const config::Prepared p =
           config::prepare(winner, {common.max_memory, config::Workload::program});
-      write_to(o.output,
-               schedules::write_torch_csv(*p.program, schedules::TorchCsvForm::compute_only));
+      write_out(schedules::write_torch_csv(*p.program, schedules::TorchCsvForm::compute_only),
+                output_of(o.output));
     } else {
-      write_to(o.output, viz::json_text(runnable(best)) + "\n");
+      write_out(viz::json_text(runnable(best)) + "\n", output_of(o.output));
     }
   }
   if (!o.report_file.empty()) {
@@ -354,7 +349,7 @@ int cmd_merge(const std::vector<std::string>& files, bool as_json, const std::st
       const json merged = merge_compare(docs, files);
       bool all_ok = true;
       for (const auto& row : merged) all_ok = all_ok && row["ok"].get<bool>();
-      write_to(output, viz::json_text(merged) + "\n");
+      write_out(viz::json_text(merged) + "\n", output_of(output));
       return all_ok ? kOk : kWrong;
     }
     std::vector<search::SearchResult> parts;
@@ -362,7 +357,7 @@ int cmd_merge(const std::vector<std::string>& files, bool as_json, const std::st
       parts.push_back(search::from_json(docs[i], files[i]));
     const search::SearchResult r = search::merge(parts);
     if (!output.empty()) {
-      write_to(output, viz::json_text(search::to_json(r)) + "\n");
+      write_out(viz::json_text(search::to_json(r)) + "\n", output_of(output));
       return kOk;
     }
     print(r, as_json);

@@ -7,6 +7,7 @@
 
 #include "clock_alignment.hpp"
 #include "ppsim/base/excerpt.hpp"
+#include "ppsim/config/config.hpp"
 #include "ppsim/profile/kineto.hpp"
 #include "ppsim/real/comparison.hpp"
 #include "ppsim/record/metrics.hpp"
@@ -320,7 +321,7 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
           set.size(), M, schedules::to_string(ks.first)));
 
   const detail::Alignment al = align(acts, S);
-  const double per_unit = options.time_unit == "us" ? 1.0 : options.time_unit == "s" ? 1e6 : 1e3;
+  const double per_unit = config::microseconds_per_unit(options.time_unit);
   record::Trace trace = measured_trace(acts, al, per_unit, options.time_unit);
   for (int r = 0; r < P; ++r)
     out.ranks[static_cast<std::size_t>(r)].offset =

@@ -6,33 +6,10 @@
 #include <filesystem>
 
 #include "ppsim/base/output_file.hpp"
+#include "ppsim/config/config.hpp"
 #include "ppsim/profile/kineto.hpp"
 
 namespace ppsim::profile {
-
-namespace {
-
-double us_per_unit(const std::string& unit) {
-  if (unit == "us") return 1.0;
-  if (unit == "s") return 1e6;
-  if (unit == "ns") return 1e-3;
-  return 1e3;  // ms
-}
-
-char letter(schedules::OpKind k) {
-  switch (k) {
-    case schedules::OpKind::F:
-      return 'F';
-    case schedules::OpKind::I:
-      return 'I';
-    case schedules::OpKind::W:
-      return 'W';
-    default:
-      return 'B';
-  }
-}
-
-}  // namespace
 
 void write_traces(const record::RunRecord& run, const std::string& dir, double origin_us) {
   if (!run.trace || !run.program)
@@ -41,7 +18,7 @@ void write_traces(const record::RunRecord& run, const std::string& dir, double o
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ProfileError(fmt::format("{}: cannot create the directory: {}", dir, ec.message()));
   const auto& program = *run.program;
-  const double scale = us_per_unit(run.trace->time_unit);
+  const double scale = config::microseconds_per_unit(run.trace->time_unit);
   const int P = program.ranks();
   std::vector<nlohmann::json> events(static_cast<std::size_t>(P), nlohmann::json::array());
   std::vector<double> first(static_cast<std::size_t>(P), -1), last(static_cast<std::size_t>(P), 0);
@@ -50,22 +27,17 @@ void write_traces(const record::RunRecord& run, const std::string& dir, double o
     const auto& op = program.ops(s.rank)[static_cast<std::size_t>(s.pos)];
     if (schedules::is_composite(op.kind)) continue;  // (PyTorch's OVERLAP_F_B: not written)
     const double ts = origin_us + s.start * scale, dur = (s.end - s.start) * scale;
-    const std::string name = fmt::format("PP:{}{}{}", op.stage, letter(op.kind), op.microbatch);
+    // PyTorch's action text (`2F0`) behind its `PP:`, on the CPU side and the GPU side.
+    const std::string name = "PP:" + schedules::op_text(op);
     auto& ev = events[static_cast<std::size_t>(s.rank)];
-    ev.push_back({{"ph", "X"},
-                  {"cat", "user_annotation"},
-                  {"name", name},
-                  {"pid", s.rank},
-                  {"tid", 1},
-                  {"ts", ts},
-                  {"dur", dur}});
-    ev.push_back({{"ph", "X"},
-                  {"cat", "gpu_user_annotation"},
-                  {"name", name},
-                  {"pid", s.rank},
-                  {"tid", 7},
-                  {"ts", ts},
-                  {"dur", dur}});
+    for (const auto& [cat, tid] : {std::pair{"user_annotation", 1}, {"gpu_user_annotation", 7}})
+      ev.push_back({{"ph", "X"},
+                    {"cat", cat},
+                    {"name", name},
+                    {"pid", s.rank},
+                    {"tid", tid},
+                    {"ts", ts},
+                    {"dur", dur}});
     auto& f = first[static_cast<std::size_t>(s.rank)];
     if (f < 0 || ts < f) f = ts;
     last[static_cast<std::size_t>(s.rank)] =

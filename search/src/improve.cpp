@@ -9,11 +9,11 @@ namespace ppsim::search {
 using schedules::Op;
 using schedules::OpKind;
 
-namespace {
-
-double now_seconds() {
+double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 // Moves the op at `from` to `to` on one rank's list, shifting those between.
 void move_op(std::vector<Op>& list, std::size_t from, std::size_t to) {
@@ -41,7 +41,7 @@ Timing improve(const Instance& in, Orders& orders, const ImproveOptions& options
   std::uniform_int_distribution<int> rank_of(0, in.ranks - 1);
   std::uniform_int_distribution<int> shift(1, window);
   for (long long k = 0; k < tries; ++k) {
-    if (options.deadline > 0 && (k & 15) == 0 && now_seconds() > options.deadline) break;
+    if (options.deadline > 0 && (k & 15) == 0 && steady_seconds() > options.deadline) break;
     auto& list = orders[static_cast<std::size_t>(rank_of(rng))];
     if (list.size() < 2) continue;
     std::uniform_int_distribution<std::size_t> at(0, list.size() - 1);

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <set>
 
 #include "candidates.hpp"
@@ -12,6 +11,7 @@
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/resources.hpp"
 #include "ppsim/search/bounds.hpp"
+#include "ppsim/search/improve.hpp"
 #include "ppsim/search/pareto.hpp"
 #include "ppsim/sim/analysis.hpp"
 
@@ -70,10 +70,6 @@ double bound_of(const config::Prepared& p) {
   if (run.metrics)
     for (const auto& r : run.metrics->per_rank) busy = std::max(busy, r.busy);
   return busy;
-}
-
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
