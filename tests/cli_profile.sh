@@ -35,9 +35,10 @@ for r in j["measured"]["per_rank"]:
     assert r["file"].endswith(f"rank{r['rank']}.json"), r
 frag = json.load(open(sys.argv[3]))
 assert frag == j["calibrated"], "the -o fragment is the --json one"
-# Costs of 1 ms each in the config, measured in the config's unit on a busy host.
+# Measured on the host, so no bound on how fast it was (a sanitizer build runs far slower): the
+# emulated ops sleep their modelled 1 ms at least.
 for s in stages.values():
-    assert 0.8 < s["forward"] < 2, s
+    assert all(v >= 0.99 for v in s.values()), s
 print("ok: import-profile keys, ranks, order, fragment")
 PY
 expect 0 import-profile "$tmp"/kt/rank*.json --report "$tmp/report.html" --trace "$tmp/t.json" --svg "$tmp/t.svg"
