@@ -89,13 +89,6 @@ int parse_int(const std::string& option, const std::string& text, int min, int m
   return static_cast<int>(v);
 }
 
-template <typename Registry>
-std::string names_of(const Registry& registry) {
-  std::string out;
-  for (const auto& e : registry.all()) out += (out.empty() ? "" : ", ") + e.name;
-  return out;
-}
-
 // The command line's values over the config's `real` section.
 void apply_options(real::Settings& s, const RealOptions& o) {
   if (o.backend) {
@@ -108,7 +101,7 @@ void apply_options(real::Settings& s, const RealOptions& o) {
     if (!real::TransportRegistry::instance().find(*o.backend))
       throw UsageError(fmt::format("--backend: unknown backend '{}'; expected one of {}",
                                    base::excerpt(*o.backend, 80),
-                                   names_of(real::TransportRegistry::instance())));
+                                   fmt::join(real::TransportRegistry::instance().names(), ", ")));
     s.backend = *o.backend;
   }
   if (o.compute) {
@@ -119,7 +112,7 @@ void apply_options(real::Settings& s, const RealOptions& o) {
     if (!real::ComputeRegistry::instance().find(*o.compute))
       throw UsageError(fmt::format("--compute: unknown compute '{}'; expected one of {}",
                                    base::excerpt(*o.compute, 80),
-                                   names_of(real::ComputeRegistry::instance())));
+                                   fmt::join(real::ComputeRegistry::instance().names(), ", ")));
     s.compute = *o.compute;
   }
   if (o.time_scale) {

@@ -18,8 +18,8 @@ endfunction()
 
 # Extensions register themselves by file name: src/<folder>/<name>.cpp defines
 # <namespace>::<ns>::register_<name with - as _>(<Registry>&). This generates the function
-# <namespace>::register_builtin_<folder>(<Registry>&) that calls them all, so adding an extension
-# touches only its own file. Sets <out_sources> to the files and <out_file> to the generated one.
+# <namespace>::register_builtins(<Registry>&) that calls them all (base::Registry::instance() calls
+# it on first use), so adding an extension touches only its own file. Sets <out_sources> to the files and <out_file> to the generated one.
 function(ppsim_registration_table folder namespace ns registry header out_sources out_file)
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/${folder}/*.cpp)
   list(SORT sources)
@@ -37,7 +37,7 @@ function(ppsim_registration_table folder namespace ns registry header out_source
 namespace ${namespace} {
 namespace ${ns} {
 ${decls}}
-void register_builtin_${folder}(${registry}& registry) {
+void register_builtins(${registry}& registry) {
 ${calls}}
 }  // namespace ${namespace}
 ")

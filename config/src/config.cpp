@@ -531,7 +531,7 @@ void parse_into(Config& c, const json& j, const std::string& source) {
   {
     Reader s(*sched, source, "schedule.");
     c.kind = s.string("kind", "", true);
-    const ProgramSource* src = SourceRegistry::instance().for_kind(c.kind);
+    const ProgramSource* src = source_for_kind(c.kind);
     if (!src) {
       std::vector<std::string> names = schedules::Registry::instance().names();
       for (const auto& one : SourceRegistry::instance().all())
@@ -672,24 +672,6 @@ Config parse_config(const json& j, const std::string& source,
     throw;
   }
   return c;
-}
-
-SectionRegistry& SectionRegistry::instance() {
-  static SectionRegistry registry;
-  return registry;
-}
-void SectionRegistry::add(Section section) {
-  for (auto& s : sections_)
-    if (s.name == section.name) {
-      s = std::move(section);
-      return;
-    }
-  sections_.push_back(std::move(section));
-}
-const Section* SectionRegistry::find(std::string_view name) const {
-  for (const auto& s : sections_)
-    if (s.name == name) return &s;
-  return nullptr;
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -18,13 +18,6 @@ namespace ppsim::real {
 
 namespace {
 
-template <typename Registry>
-std::string names_of(const Registry& registry) {
-  std::string out;
-  for (const auto& e : registry.all()) out += (out.empty() ? "" : ", ") + e.name;
-  return out;
-}
-
 // Reads every key of the section; the load-time check and settings_of() share it, so what loads
 // can always be read back.
 Settings read_settings(config::Reader& r) {
@@ -33,12 +26,12 @@ Settings read_settings(config::Reader& r) {
   if (!TransportRegistry::instance().find(s.backend))
     r.fail("backend",
            fmt::format("unknown backend \"{}\"; expected one of {}", config::excerpt(s.backend),
-                       names_of(TransportRegistry::instance())));
+                       fmt::join(TransportRegistry::instance().names(), ", ")));
   s.compute = r.string("compute", s.compute);
   if (!ComputeRegistry::instance().find(s.compute))
     r.fail("compute",
            fmt::format("unknown compute \"{}\"; expected one of {}", config::excerpt(s.compute),
-                       names_of(ComputeRegistry::instance())));
+                       fmt::join(ComputeRegistry::instance().names(), ", ")));
   if (const auto* v = r.get("time_scale")) {
     if (!v->is_string())
       r.fail("time_scale", fmt::format("expected a duration per time unit such as \"1ms\", got {}",

@@ -10,18 +10,6 @@
 
 namespace ppsim::schedules {
 
-// Defined in the file CMake generates from schedules/src/lowerings/*.cpp.
-void register_builtin_lowerings(LoweringRegistry& registry);
-
-LoweringRegistry& LoweringRegistry::instance() {
-  static LoweringRegistry registry = [] {
-    LoweringRegistry r;
-    register_builtin_lowerings(r);
-    return r;
-  }();
-  return registry;
-}
-
 OpsOfOne RankLowering::recvs_needed(const Op& c) const {
   OpsOfOne out;
   sem_.for_each_part(rank_, c, [&](const Op& part) {

@@ -6,18 +6,6 @@
 
 namespace ppsim::schedules {
 
-// Defined in the file CMake generates from schedules/src/generators/*.cpp.
-void register_builtin_generators(Registry& registry);
-
-Registry& Registry::instance() {
-  static Registry registry = [] {
-    Registry r;
-    register_builtin_generators(r);
-    return r;
-  }();
-  return registry;
-}
-
 ParamSpec ranks_param(std::string description, std::int64_t min) {
   return ParamSpec("ranks", std::move(description)).must().range(min);
 }

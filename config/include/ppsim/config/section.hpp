@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ppsim/base/registry.hpp"
 #include "ppsim/config/reader.hpp"
 
 namespace ppsim::config {
@@ -16,15 +17,8 @@ struct Section {
   std::function<void(Reader&)> check;  // reads (and so validates) every key; throws ConfigError
 };
 
-class SectionRegistry {
- public:
-  static SectionRegistry& instance();
-  void add(Section section);
-  const Section* find(std::string_view name) const;
-  const std::vector<Section>& all() const { return sections_; }
-
- private:
-  std::vector<Section> sections_;
-};
+// Filled at run time by the owners (real::register_section); none are built in.
+using SectionRegistry = base::Registry<Section>;
+inline void register_builtins(SectionRegistry&) {}
 
 }  // namespace ppsim::config

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ppsim/base/registry.hpp"
 #include "ppsim/config/reader.hpp"
 #include "ppsim/schedules/lowering.hpp"
 #include "ppsim/schedules/op_location.hpp"
@@ -50,15 +51,10 @@ struct ProgramSource {
   std::function<std::shared_ptr<const ProgramSpec>(Reader& schedule, const std::string& kind)> read;
 };
 
-class SourceRegistry {
- public:
-  static SourceRegistry& instance();
-  void add(ProgramSource source) { sources_.push_back(std::move(source)); }
-  const ProgramSource* for_kind(std::string_view kind) const;
-  const std::vector<ProgramSource>& all() const { return sources_; }
-
- private:
-  std::vector<ProgramSource> sources_;
-};
+// The sources, one file each under config/src/sources/.
+using SourceRegistry = base::Registry<ProgramSource>;
+void register_builtins(SourceRegistry& registry);
+// The source that handles `kind`, first by name; nullptr when none does.
+const ProgramSource* source_for_kind(std::string_view kind);
 
 }  // namespace ppsim::config

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "ppsim/base/registry.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/model/model.hpp"
 #include "ppsim/real/buffer.hpp"
@@ -67,15 +68,7 @@ struct ComputeInfo {
 };
 
 // Computes by name: one file under real/src/computes/ each, registered by file name.
-class ComputeRegistry {
- public:
-  static ComputeRegistry& instance();
-  void add(ComputeInfo info);
-  const ComputeInfo* find(std::string_view name) const;
-  const std::vector<ComputeInfo>& all() const { return all_; }
-
- private:
-  std::vector<ComputeInfo> all_;
-};
+using ComputeRegistry = base::Registry<ComputeInfo>;
+void register_builtins(ComputeRegistry& registry);
 
 }  // namespace ppsim::real

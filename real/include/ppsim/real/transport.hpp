@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ppsim/base/registry.hpp"
 #include "ppsim/model/model.hpp"
 #include "ppsim/real/clock.hpp"
 #include "ppsim/real/request.hpp"
@@ -88,15 +89,7 @@ struct TransportInfo {
 };
 
 // Transports by name: one file under real/src/transports/ each, registered by file name.
-class TransportRegistry {
- public:
-  static TransportRegistry& instance();
-  void add(TransportInfo info);
-  const TransportInfo* find(std::string_view name) const;
-  const std::vector<TransportInfo>& all() const { return all_; }
-
- private:
-  std::vector<TransportInfo> all_;
-};
+using TransportRegistry = base::Registry<TransportInfo>;
+void register_builtins(TransportRegistry& registry);
 
 }  // namespace ppsim::real

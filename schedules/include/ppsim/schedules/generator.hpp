@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "ppsim/base/registry.hpp"
 #include "ppsim/schedules/params.hpp"
 #include "ppsim/schedules/program.hpp"
-#include "ppsim/schedules/registry.hpp"
 
 namespace ppsim::schedules {
 
@@ -44,10 +44,9 @@ struct Generator {
 DefaultComm prefetch_comm(std::function<std::int64_t(const ScheduleParams&)> ahead,
                           const std::string& text, std::string why);
 
-class Registry : public NamedRegistry<Generator> {
- public:
-  static Registry& instance();
-};
+// The schedules, one file each under schedules/src/generators/.
+using Registry = base::Registry<Generator>;
+void register_builtins(Registry& registry);
 
 // Look up, resolve parameters and build; throws ParameterError (key "kind") for an unknown name
 // and (key = the parameter) for a parameter the generator does not take or a bad value.

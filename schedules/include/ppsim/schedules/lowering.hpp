@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "ppsim/base/registry.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/params.hpp"
 #include "ppsim/schedules/program.hpp"
-#include "ppsim/schedules/registry.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
 namespace ppsim::schedules {
@@ -118,10 +118,9 @@ struct LoweringStyle {
       nullptr;
 };
 
-class LoweringRegistry : public NamedRegistry<LoweringStyle> {
- public:
-  static LoweringRegistry& instance();
-};
+// The comm styles, one file each under schedules/src/lowerings/.
+using LoweringRegistry = base::Registry<LoweringStyle>;
+void register_builtins(LoweringRegistry& registry);
 
 // A lowering in words, its parameters as the style declares them: "async, prefetch all",
 // "torch, merge_bw 0, runtime 0". An unknown style is named as it is.
