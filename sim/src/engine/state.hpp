@@ -8,8 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ppsim/base/huge_pages.hpp"
 #include "ppsim/schedules/program.hpp"
+#include "ppsim/sim/simulator.hpp"
 
 namespace ppsim::sim::engine {
 
@@ -97,5 +100,20 @@ struct alignas(64) RankState {
   std::int32_t ep_base = 0;
   std::unordered_map<std::int32_t, std::int32_t> sparse_request_ep;
 };
+
+// The endpoint of a rank's request (kRetired once waited), kNoEndpoint if never posted.
+inline std::int32_t posted_endpoint(const RankState& rs, std::int32_t request) {
+  if (request >= 0 && request < rs.dense_limit)
+    return rs.request_ep[static_cast<std::size_t>(request)];
+  const auto it = rs.sparse_request_ep.find(request);
+  return it == rs.sparse_request_ep.end() ? kNoEndpoint : it->second;
+}
+// The same for rank r's WAIT, which must name posted requests.
+inline std::int32_t request_endpoint(const RankState& rs, int r, std::int32_t request) {
+  const std::int32_t ep = posted_endpoint(rs, request);
+  if (ep != kNoEndpoint) return ep;
+  throw SimulationError(
+      fmt::format("rank {}: WAIT on request #{} that was never posted", r, request));
+}
 
 }  // namespace ppsim::sim::engine
