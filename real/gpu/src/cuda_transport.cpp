@@ -28,6 +28,7 @@
 #include "ppsim/config/error.hpp"
 #include "ppsim/real/gpu/checks.hpp"
 #include "ppsim/real/transport.hpp"
+#include "ppsim/real/waiters.hpp"
 
 namespace ppsim::real::gpu {
 
@@ -143,8 +144,7 @@ class CudaTransport final : public Transport {
     std::vector<std::size_t> ops(static_cast<std::size_t>(R_));
     for (int r = 0; r < R_; ++r) ops[static_cast<std::size_t>(r)] = c.program.ops(r).size();
     if (StreamGates& g = GpuRuntime::instance().gates(); g.arm(ops, device_stalled())) gates_ = &g;
-    waiting_.assign(static_cast<std::size_t>(R_), nullptr);
-    cvs_ = std::vector<std::condition_variable>(static_cast<std::size_t>(R_));
+    waiters_.reset(R_);
     aborted_ = false;
     closing_ = false;
     startable_ = 0;
@@ -190,14 +190,10 @@ class CudaTransport final : public Transport {
   }
 
   bool wait(int rank, std::span<const RequestPtr> requests) override {
-    auto done = [&] {
-      for (const auto& r : requests)
-        if (!r->complete.load(std::memory_order_acquire)) return false;
-      return true;
-    };
+    auto done = [&] { return Waiters::all_done(requests, completed); };
     {
       std::lock_guard lock(mu_);
-      waiting_[static_cast<std::size_t>(rank)] = &requests;
+      waiters_.set_waiting(rank, &requests);
     }
     // Spins for a while (see the top of the file), then sleeps: a hang does not hold the cores.
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSpinMs);
@@ -207,11 +203,11 @@ class CudaTransport final : public Transport {
         continue;
       }
       std::unique_lock lock(mu_);
-      cvs_[static_cast<std::size_t>(rank)].wait(lock, [&] { return aborted_ || done(); });
+      waiters_.cv(rank).wait(lock, [&] { return aborted_ || done(); });
       break;
     }
     std::lock_guard lock(mu_);
-    waiting_[static_cast<std::size_t>(rank)] = nullptr;
+    waiters_.set_waiting(rank, nullptr);
     return done();
   }
 
@@ -219,33 +215,18 @@ class CudaTransport final : public Transport {
     std::lock_guard lock(mu_);
     for (const auto& [i, l] : links_)
       if (l.busy || !l.ready.empty()) return false;
-    for (const auto* w : waiting_) {
-      if (w == nullptr) continue;
-      bool all = true;
-      for (const auto& r : *w) all = all && r->complete.load(std::memory_order_relaxed);
-      if (all) return false;
-    }
-    return true;
+    return !waiters_.any_about_to_move(completed);
   }
 
   std::size_t stuck_waiters() const override {
     std::lock_guard lock(mu_);
-    std::size_t n = 0;
-    for (const auto* w : waiting_) {
-      if (w == nullptr) continue;
-      for (const auto& r : *w)
-        if (!r->complete.load(std::memory_order_relaxed)) {
-          ++n;
-          break;
-        }
-    }
-    return n;
+    return waiters_.stuck(completed);
   }
 
   void abort() override {
     std::lock_guard lock(mu_);
     aborted_ = true;
-    for (auto& cv : cvs_) cv.notify_all();
+    waiters_.wake_all();
   }
 
   void end() override {
@@ -495,7 +476,7 @@ class CudaTransport final : public Transport {
   }
   void complete(Request& q) {
     q.complete.store(true, std::memory_order_release);
-    cvs_[static_cast<std::size_t>(q.rank)].notify_all();
+    waiters_.wake(q.rank);
   }
 
   // The progress thread starts the copies (in the device's primary context: enqueued from a
@@ -544,7 +525,7 @@ class CudaTransport final : public Transport {
       // A failed copy is a GPU fault: every waiting rank returns, and the watchdog reports.
       std::lock_guard lock(mu_);
       aborted_ = true;
-      for (auto& cv : cvs_) cv.notify_all();
+      waiters_.wake_all();
       fault_ = e.what();
     }
   }
@@ -580,8 +561,7 @@ class CudaTransport final : public Transport {
   std::unique_ptr<HostSignals> signals_;  // one per link (link_index): its copies completed
   StreamGates* gates_ = nullptr;          // this run's flags, when armed
   std::unordered_map<std::size_t, TagSlot> tag_slot_;
-  std::vector<const std::span<const RequestPtr>*> waiting_;
-  std::vector<std::condition_variable> cvs_;
+  Waiters waiters_;
   std::atomic<bool> aborted_ = false;
   std::atomic<bool> closing_ = false;
   std::atomic<int> startable_ = 0;  // links that went from idle to having a copy ready

@@ -23,6 +23,7 @@
 #include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/gpu/checks.hpp"
 #include "ppsim/real/transport.hpp"
+#include "ppsim/real/waiters.hpp"
 
 namespace ppsim::real::gpu {
 
@@ -91,8 +92,7 @@ class NcclTransport final : public Transport {
     sends_.clear();
     recvs_.clear();
     groups_.clear();
-    waiting_.assign(static_cast<std::size_t>(R_), nullptr);
-    cvs_ = std::vector<std::condition_variable>(static_cast<std::size_t>(R_));
+    waiters_.reset(R_);
     aborted_ = closing_ = false;
     progress_ = std::thread([this] { progress_loop(); });
   }
@@ -177,15 +177,8 @@ class NcclTransport final : public Transport {
 
   bool wait(int rank, std::span<const RequestPtr> requests) override {
     std::unique_lock lock(mu_);
-    auto done = [&] {
-      for (const auto& q : requests)
-        if (!q->complete.load(std::memory_order_relaxed)) return false;
-      return true;
-    };
-    waiting_[static_cast<std::size_t>(rank)] = &requests;
-    cvs_[static_cast<std::size_t>(rank)].wait(lock, [&] { return aborted_ || done(); });
-    waiting_[static_cast<std::size_t>(rank)] = nullptr;
-    return done();
+    return waiters_.wait(
+        lock, rank, requests, [&] { return aborted_; }, completed);
   }
 
   // Nothing can move: every group not complete holds an op whose peer never issued its match
@@ -202,27 +195,12 @@ class NcclTransport final : public Transport {
         for (const auto& pe : e->peer->group->entries) peers_matched = peers_matched && pe->peer;
       if (peers_matched) return false;
     }
-    for (const auto* w : waiting_) {
-      if (w == nullptr) continue;
-      bool all = true;
-      for (const auto& q : *w) all = all && q->complete.load(std::memory_order_relaxed);
-      if (all) return false;
-    }
-    return true;
+    return !waiters_.any_about_to_move(completed);
   }
 
   std::size_t stuck_waiters() const override {
     std::lock_guard lock(mu_);
-    std::size_t n = 0;
-    for (const auto* w : waiting_) {
-      if (w == nullptr) continue;
-      for (const auto& q : *w)
-        if (!q->complete.load(std::memory_order_relaxed)) {
-          ++n;
-          break;
-        }
-    }
-    return n;
+    return waiters_.stuck(completed);
   }
 
   void abort() override {
@@ -233,7 +211,7 @@ class NcclTransport final : public Transport {
     for (ncclComm_t c : comms_)
       if (c) (void)ncclCommAbort(c);
     comms_.clear();
-    for (auto& cv : cvs_) cv.notify_all();
+    waiters_.wake_all();
     progress_cv_.notify_all();
   }
 
@@ -339,7 +317,7 @@ class NcclTransport final : public Transport {
           q.transfer_start = g->start;
           q.transfer_end = now;
           q.complete.store(true, std::memory_order_release);
-          cvs_[static_cast<std::size_t>(q.rank)].notify_all();
+          waiters_.wake(q.rank);
           releases.push_back({g->rank, en->device, nullptr});
           en->device = nullptr;
         }
@@ -385,8 +363,7 @@ class NcclTransport final : public Transport {
   std::vector<std::map<int, EntryPtr>> issued_;  // per rank: batch ops not posted yet, by pos
   std::map<std::pair<int, int>, std::deque<EntryPtr>> sends_, recvs_;  // unmatched, by (src, dst)
   std::vector<std::shared_ptr<Group>> groups_;
-  std::vector<const std::span<const RequestPtr>*> waiting_;
-  std::vector<std::condition_variable> cvs_;
+  Waiters waiters_;
   bool aborted_ = false, closing_ = false;
   std::condition_variable progress_cv_;
   std::thread progress_;

@@ -22,6 +22,7 @@
 #include "mpi_plugin.hpp"
 #include "ppsim/config/error.hpp"
 #include "ppsim/real/transport.hpp"
+#include "ppsim/real/waiters.hpp"
 
 namespace ppsim::real::mpi {
 
@@ -92,7 +93,7 @@ class MpiTransport final : public Transport {
     received_from_.assign(static_cast<std::size_t>(processes), 0);
     in_flight_.clear();
     requests_.clear();
-    waiting_ = nullptr;
+    waiters_.reset(1);  // this process's one rank
     aborted_ = false;
     closing_ = false;
     progress_ = std::thread([this] { progress_loop(); });
@@ -142,10 +143,8 @@ class MpiTransport final : public Transport {
 
   bool wait(int /*rank*/, std::span<const RequestPtr> requests) override {
     std::unique_lock lock(mu_);
-    waiting_ = &requests;
-    cv_.wait(lock, [&] { return aborted_ || all_complete(requests); });
-    waiting_ = nullptr;
-    return all_complete(requests);
+    return waiters_.wait(
+        lock, 0, requests, [&] { return aborted_; }, completed);
   }
 
   // MPI does not say whether a message is moving; the watchdog's timeout covers one that is.
@@ -153,13 +152,13 @@ class MpiTransport final : public Transport {
 
   std::size_t stuck_waiters() const override {
     std::lock_guard lock(mu_);
-    return waiting_ != nullptr && !all_complete(*waiting_) ? 1 : 0;
+    return waiters_.stuck(completed);
   }
 
   void abort() override {
     std::lock_guard lock(mu_);
     aborted_ = true;
-    cv_.notify_all();
+    waiters_.wake_all();
   }
 
   // Collective (every process ends its run together): receives never matched are cancelled, and
@@ -207,12 +206,6 @@ class MpiTransport final : public Transport {
   }
 
  private:
-  static bool all_complete(std::span<const RequestPtr> requests) {
-    return std::all_of(requests.begin(), requests.end(), [](const RequestPtr& r) {
-      return r->complete.load(std::memory_order_acquire);
-    });
-  }
-
   // A completed MPI request: its Request completes, with the transfer's times and peer.
   void finish(InFlight& f, const MPI_Status& status) {
     const double now = ctx_->clock.now();
@@ -264,7 +257,7 @@ class MpiTransport final : public Transport {
           }
         requests_.resize(k);
         in_flight_.resize(k);
-        cv_.notify_all();
+        waiters_.wake_all();
         continue;
       }
       // Nothing completed: let the ranks and the peers' processes run for a moment.
@@ -287,12 +280,12 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool fifo_ = false, eager_ = false;
   mutable std::mutex mu_;
-  std::condition_variable cv_, progress_cv_;
+  std::condition_variable progress_cv_;
   // Under way, and their MPI requests side by side (MPI_Testsome takes an array).
   std::vector<std::unique_ptr<InFlight>> in_flight_;
   std::vector<MPI_Request> requests_;
   std::vector<int> sent_to_, received_from_;  // messages, by process
-  const std::span<const RequestPtr>* waiting_ = nullptr;
+  Waiters waiters_;
   bool aborted_ = false, closing_ = false;
   std::thread progress_;
 };

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ppsim/real/transport.hpp"
+#include "ppsim/real/waiters.hpp"
 #include "ppsim/schedules/p2p_streams.hpp"
 
 namespace ppsim::real::transports {
@@ -122,8 +123,7 @@ class HostTransport final : public Transport {
     xfer_seconds_ = units * c.time_scale;
     links_.clear();
     tag_slot_.clear();
-    waiting_.assign(static_cast<std::size_t>(R_), nullptr);
-    cvs_ = std::vector<std::condition_variable>(static_cast<std::size_t>(R_));
+    waiters_.reset(R_);
     pending_ = {};
     clear_nccl();
     groups_.assign(static_cast<std::size_t>(R_), {});
@@ -169,15 +169,9 @@ class HostTransport final : public Transport {
 
   bool wait(int rank, std::span<const RequestPtr> requests) override {
     std::unique_lock lock(mu_);
-    auto done = [&] {
-      for (const auto& r : requests)
-        if (!satisfied(*r)) return false;
-      return true;
-    };
-    waiting_[static_cast<std::size_t>(rank)] = &requests;
-    cvs_[static_cast<std::size_t>(rank)].wait(lock, [&] { return aborted_ || done(); });
-    waiting_[static_cast<std::size_t>(rank)] = nullptr;
-    return done();
+    return waiters_.wait(
+        lock, rank, requests, [&] { return aborted_; },
+        [&](const Request& r) { return satisfied(r); });
   }
 
   bool quiescent() const override {
@@ -185,34 +179,18 @@ class HostTransport final : public Transport {
     if (!pending_.empty() || !work_.empty()) return false;
     for (const auto& [id, l] : links_)
       if (l.busy || !l.ready.empty()) return false;
-    // A rank whose wait is satisfied but has not woken yet is about to move.
-    for (const auto* w : waiting_) {
-      if (w == nullptr) continue;
-      bool all = true;
-      for (const auto& r : *w) all = all && satisfied(*r);
-      if (all) return false;
-    }
-    return true;
+    return !waiters_.any_about_to_move([&](const Request& r) { return satisfied(r); });
   }
 
   std::size_t stuck_waiters() const override {
     std::lock_guard lock(mu_);
-    std::size_t n = 0;
-    for (const auto* w : waiting_) {
-      if (w == nullptr) continue;
-      for (const auto& r : *w)
-        if (!satisfied(*r)) {
-          ++n;
-          break;
-        }
-    }
-    return n;
+    return waiters_.stuck([&](const Request& r) { return satisfied(r); });
   }
 
   void abort() override {
     std::lock_guard lock(mu_);
     aborted_ = true;
-    for (auto& cv : cvs_) cv.notify_all();
+    waiters_.wake_all();
     network_cv_.notify_all();
   }
 
@@ -415,7 +393,7 @@ class HostTransport final : public Transport {
   }
   void complete(const RequestPtr& r) {
     r->complete.store(true, std::memory_order_release);
-    cvs_[static_cast<std::size_t>(r->rank)].notify_all();
+    waiters_.wake(r->rank);
   }
 
   // The network: ends transfers at their deadlines (sleeping until the next one, spinning the
@@ -639,7 +617,7 @@ class HostTransport final : public Transport {
 
   // The rank's waits on its ops are over; the next kernel on the stream runs.
   void kernel_done(Kernel& k) {
-    cvs_[static_cast<std::size_t>(k.rank)].notify_all();
+    waiters_.wake(k.rank);
     Stream& s = streams_[stream_key(k.rank, k.stream)];
     s.head = k.next;
     if (s.head == nullptr)
@@ -693,8 +671,7 @@ class HostTransport final : public Transport {
   mutable std::mutex mu_;
   std::unordered_map<std::size_t, Link> links_;
   std::unordered_map<std::size_t, TagSlot> tag_slot_;
-  std::vector<const std::span<const RequestPtr>*> waiting_;
-  std::vector<std::condition_variable> cvs_;
+  Waiters waiters_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
   // nccl: ops and kernels of the run (stable addresses), streams by stream_key, open groups
   std::deque<NcclOp> nccl_ops_;
