@@ -10,6 +10,7 @@
 
 #include "ppsim/config/error.hpp"
 #include "ppsim/config/resources.hpp"
+#include "ppsim/config/run_step.hpp"
 #include "ppsim/model/op_duration.hpp"
 #include "ppsim/real/compute.hpp"
 #include "ppsim/real/transport.hpp"
@@ -312,21 +313,11 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
 
   Execution ex;
   record::RunRecord& rec = ex.record;
-  rec.info = {c.name,
-              c.source,
-              c.kind,
-              c.comm_style(),
-              std::string(config::to_string(c.network.matching)),
-              c.time_unit,
-              "measured"};
-  rec.program = prepared.program;
-  // The model is what runs (prepare() copies the config's network into it), as in sim::analyze.
-  rec.info.semantics = config::to_string(prepared.model.network.semantics);
-  auto diagnostics = schedules::validate(p, model::validate_options(prepared.model.network));
-  if (schedules::has_fatal(diagnostics)) {  // as the simulator, it does not run such a program
-    rec.diagnostics = std::move(diagnostics);
-    return ex;
-  }
+  rec = config::start_run(prepared, "measured");
+  if (!config::runnable(rec)) return ex;
+  // Kept apart: those a run shows are taken from the run (below).
+  auto diagnostics = std::move(rec.diagnostics);
+  rec.diagnostics.clear();
   for (int r = 0; r < p.ranks(); ++r)
     for (const auto& op : p.ops(r))
       if (schedules::is_compute(op.kind) && !model::op_duration(prepared.model.costs, p, r, op))

@@ -1,36 +1,15 @@
 #include "ppsim/sim/analysis.hpp"
 
-#include "ppsim/schedules/lowering.hpp"
-#include "ppsim/schedules/validation.hpp"
+#include "ppsim/config/run_step.hpp"
 #include "ppsim/sim/simulator.hpp"
 
 namespace ppsim::sim {
 
 record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions& options) {
-  const config::Config& c = prepared.config;
-  record::RunRecord rec;
-  rec.info = {c.name,
-              c.source,
-              c.kind,
-              c.comm_style(),
-              std::string(config::to_string(c.network.matching)),
-              c.time_unit,
-              "simulated"};
-  rec.program = prepared.program;
-  if (c.comm_style() == c.lowering.style) {  // lowered by a style, not written out
-    rec.info.lowering = schedules::describe_lowering(c.lowering.style, c.lowering.params);
-    const schedules::LoweringOptions def = c.program->default_comm();
-    const auto* style = schedules::LoweringRegistry::instance().find(def.style);
-    rec.info.default_lowering = schedules::describe_lowering(
-        def.style, style ? schedules::resolve(style->params, def.params, def.style) : def.params);
-  }
-  // The model is what runs (prepare() copies the config's network into it).
-  const model::NetworkOptions& net = prepared.model.network;
-  rec.info.semantics = config::to_string(net.semantics);
-  rec.diagnostics = schedules::validate(*prepared.program, model::validate_options(net));
-  if (schedules::has_fatal(rec.diagnostics)) return rec;
+  record::RunRecord rec = config::start_run(prepared, "simulated");
+  if (!config::runnable(rec)) return rec;
   record::Trace trace;
-  trace.time_unit = c.time_unit;
+  trace.time_unit = prepared.config.time_unit;
   record::TraceRecorder recorder(trace);
   record::ObserverList sinks;
   if (options.trace) sinks.add(&recorder);
