@@ -20,4 +20,19 @@ RequestPtr new_request(const TransportContext& c, int rank, int pos, const sched
   return req;
 }
 
+std::size_t tag_of(const TransportContext& c, const Request& r) {
+  return c.semantics.tensor_index(c.semantics.tensor_of(r.op));
+}
+
+void throw_duplicate(const TransportContext& c, const Request& r) {
+  throw HazardError("duplicate_comm", r.rank, r.pos,
+                    fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor",
+                                r.rank, r.pos, c.program.op_text(r.rank, r.op)));
+}
+
+std::string released_error(const TransportContext& c, const Request& s) {
+  return fmt::format("the transfer of {} reads storage already released by {}",
+                     c.program.op_text(s.rank, s.op), s.buffer->released_by());
+}
+
 }  // namespace ppsim::real

@@ -14,6 +14,7 @@
 
 #include "ppsim/base/escape.hpp"
 #include "ppsim/viz/palette.hpp"
+#include "ticks.hpp"
 
 namespace ppsim::viz {
 
@@ -33,14 +34,7 @@ constexpr double kMergePx = 1.0;
 constexpr std::size_t kMaxTransfers = 3000;
 constexpr std::size_t kMaxDeadlockLines = 8;
 
-// 1, 2 or 5 times a power of ten, so that about `target` ticks cover `span`.
-double nice_step(double span, int target) {
-  const double raw = span / std::max(1, target);
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (raw <= m * p) return m * p;
-  return 10 * p;
-}
+using detail::nice_step;
 
 std::size_t kind_slot(OpKind k) {
   const int i = schedules::plain_compute_index(k);
@@ -57,6 +51,25 @@ struct Layout {
   double row_y(int r) const { return top + r * (row_h + gap); }
   double x(double t) const { return x0 + t * scale; }
 };
+
+// SVG text does not wrap: a line longer than `fits` characters is cut at a "; " (else a space)
+// that fits, and goes on indented on the next line.
+void wrap_line(std::string line, std::size_t fits, std::vector<std::string>& out) {
+  std::string indent;
+  while (line.size() > fits) {
+    std::size_t cut = line.rfind("; ", fits);
+    std::size_t skip = 2;
+    if (cut == std::string::npos || cut < fits / 3) {
+      cut = line.rfind(' ', fits);
+      skip = 1;
+    }
+    if (cut == std::string::npos || cut == 0) break;
+    out.push_back(indent + line.substr(0, cut + (skip == 2 ? 1 : 0)));
+    line.erase(0, cut + skip);
+    indent = "\u2003\u2003";  // (spaces would collapse)
+  }
+  out.push_back(indent + line);
+}
 
 class Drawer {
  public:
@@ -606,24 +619,10 @@ class Drawer {
                       d.cycles.size()));
   }
 
-  // SVG text does not wrap: a line longer than the drawing is cut at a "; " (else a space) that
-  // fits, and goes on indented on the next line. 6.2 px is about a character at font-size 11.
+  // 6.2 px is about a character at font-size 11.
   void add_wrapped(std::string line) {
     const auto fits = static_cast<std::size_t>(std::max(40.0, (width_ - lay_.left - 10) / 6.2));
-    std::string indent;
-    while (line.size() > fits) {
-      std::size_t cut = line.rfind("; ", fits);
-      std::size_t skip = 2;
-      if (cut == std::string::npos || cut < fits / 3) {
-        cut = line.rfind(' ', fits);
-        skip = 1;
-      }
-      if (cut == std::string::npos || cut == 0) break;
-      deadlock_lines_.push_back(indent + line.substr(0, cut + (skip == 2 ? 1 : 0)));
-      line.erase(0, cut + skip);
-      indent = "\u2003\u2003";  // (spaces would collapse)
-    }
-    deadlock_lines_.push_back(indent + line);
+    wrap_line(std::move(line), fits, deadlock_lines_);
   }
 
   void deadlock_text() {

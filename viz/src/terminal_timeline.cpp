@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ticks.hpp"
+
 namespace ppsim::viz {
 
 namespace {
@@ -32,13 +34,7 @@ constexpr std::array<std::string_view, kCats> kSgr = {"44;97",  "42;97",  "43;30
                                                       "105;30", "101;30", "2",      ""};
 constexpr std::string_view kStuckSgr = "1;31";
 
-double nice_step(double span, int target) {
-  const double raw = span / std::max(1, target);
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (raw <= m * p) return m * p;
-  return 10 * p;
-}
+using detail::nice_step;
 
 // Adds `amount` of [a, b) to each column it overlaps.
 void spread(std::vector<std::array<double, kCats>>& cols, int cat, double a, double b, double dt) {

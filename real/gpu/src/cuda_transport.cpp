@@ -377,19 +377,9 @@ class CudaTransport final : public Transport {
     m.recv.req->peer_rank = m.send.req->rank;
     m.recv.req->peer_pos = m.send.req->pos;
   }
-  std::string released_error(const Request& s) const {
-    return fmt::format("the transfer of {} reads storage already released by {}",
-                       ctx_->program.op_text(s.rank, s.op), s.buffer->released_by());
-  }
-  std::size_t tag_of(const Request& r) const {
-    const auto& sem = ctx_->semantics;
-    return sem.tensor_index(sem.tensor_of(r.op));
-  }
-  [[noreturn]] void duplicate(const Request& r) const {
-    throw HazardError("duplicate_comm", r.rank, r.pos,
-                      fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor",
-                                  r.rank, r.pos, ctx_->program.op_text(r.rank, r.op)));
-  }
+  std::string released_error(const Request& s) const { return real::released_error(*ctx_, s); }
+  std::size_t tag_of(const Request& r) const { return real::tag_of(*ctx_, r); }
+  [[noreturn]] void duplicate(const Request& r) const { throw_duplicate(*ctx_, r); }
 
   void make_ready(std::size_t link, Link& l, const MessagePtr& m) {
     m->link = link;

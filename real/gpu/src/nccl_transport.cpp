@@ -306,9 +306,7 @@ class NcclTransport final : public Transport {
             if (src.has_storage())
               q.buffer->copy_from(src.data());
             else
-              q.error = fmt::format("the transfer of {} reads storage already released by {}",
-                                    ctx_->program.op_text(en->peer->req->rank, en->peer->req->op),
-                                    src.released_by());
+              q.error = released_error(*ctx_, *en->peer->req);
           }
           if (en->peer) {
             q.peer_rank = en->peer->req->rank;

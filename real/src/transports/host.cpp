@@ -309,15 +309,8 @@ class HostTransport final : public Transport {
     record_match(*m);
     return m;
   }
-  std::size_t tag_of(const Request& r) const {
-    const auto& sem = ctx_->semantics;
-    return sem.tensor_index(sem.tensor_of(r.op));
-  }
-  [[noreturn]] void duplicate(const Request& r) const {
-    throw HazardError("duplicate_comm", r.rank, r.pos,
-                      fmt::format("rank {} op {}: {} duplicates an earlier op on the same tensor",
-                                  r.rank, r.pos, ctx_->program.op_text(r.rank, r.op)));
-  }
+  std::size_t tag_of(const Request& r) const { return real::tag_of(*ctx_, r); }
+  [[noreturn]] void duplicate(const Request& r) const { throw_duplicate(*ctx_, r); }
   static void record_match(Message& m) {
     m.send->peer_rank = m.recv->rank;
     m.send->peer_pos = m.recv->pos;
@@ -387,9 +380,7 @@ class HostTransport final : public Transport {
       take(b.data());
       return;
     }
-    const Request& s = *m.send;
-    m.error = fmt::format("the transfer of {} reads storage already released by {}",
-                          ctx_->program.op_text(s.rank, s.op), b.released_by());
+    m.error = released_error(*ctx_, *m.send);
   }
   void complete(const RequestPtr& r) {
     r->complete.store(true, std::memory_order_release);

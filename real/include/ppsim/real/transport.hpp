@@ -78,6 +78,13 @@ class Transport {
 // another rank of the program. What every transport's post() starts with.
 RequestPtr new_request(const TransportContext& context, int rank, int pos, const schedules::Op& op,
                        std::shared_ptr<Buffer> buffer);
+// Tag matching's key: the tensor a send or receive moves.
+std::size_t tag_of(const TransportContext& context, const Request& request);
+// A second op posted on a tensor whose first is still unmatched: HazardError "duplicate_comm".
+[[noreturn]] void throw_duplicate(const TransportContext& context, const Request& request);
+// What a transfer reports when the send's storage was released before it read it (`send`'s
+// buffer holds who released it).
+std::string released_error(const TransportContext& context, const Request& send);
 
 struct TransportInfo {
   std::string name;
