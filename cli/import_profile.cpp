@@ -54,7 +54,7 @@ json to_json(const profile::Imported& im) {
           {"launch_overhead", im.launch_overhead},
           {"measured",
            {{"makespan", m.makespan}, {"bubble_fraction", m.bubble_fraction}, {"per_rank", ranks}}},
-          {"calibrated", profile::calibration_fragment(im.calibrated)}};
+          {"calibrated", profile::calibration_fragment(im.calibrated, im.measured.program.get())}};
 }
 
 std::string text(const profile::Imported& im) {
@@ -135,7 +135,9 @@ int cmd_import_profile(const std::vector<std::string>& files, const ImportProfil
     const profile::Imported im = profile::import_traces(traces, io, patterns);
     if (!o.output.empty()) {
       base::OutputFile out(o.output);
-      out.stream() << viz::json_text(profile::calibration_fragment(im.calibrated)) << "\n";
+      out.stream() << viz::json_text(
+                          profile::calibration_fragment(im.calibrated, im.measured.program.get()))
+                   << "\n";
       out.commit();
     }
     // The imported order replayed with the costs it measured, beside the measured run.

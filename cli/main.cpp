@@ -245,6 +245,10 @@ int run_cli(int argc, char** argv) {
       ->add_option("--profile-trace", real_options.profile_dir,
                    "also write the measured run as PyTorch profiler (Kineto) traces, one per rank")
       ->type_name("DIR");
+  real_sub
+      ->add_option("--calibration", common.calibration,
+                   "predict with measured costs (of another run, another schedule too)")
+      ->type_name("FILE");
   add_set(real_sub);
 
   auto* exp = app.add_subcommand("export", "print the lowered op lists, one line per rank");

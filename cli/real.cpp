@@ -406,7 +406,7 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
 
 int real_body(const std::string& path, const RealOptions& o, const CommonOptions& common) {
   real::register_settings_section();
-  config::Config cfg = config::load_config(path, common.overrides);
+  config::Config cfg = load_with_calibration(path, common);
   for (const auto& input : read_files(cfg)) {  // the config and the CSV it reads
     refuse_input_as_output("--trace", o.trace_file, input);
     refuse_input_as_output("--report", o.report_file, input);
@@ -555,7 +555,8 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
       j["failure"] = run.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.failure);
       j["predicted"] = viz::to_json(predicted);
       if (uncalibrated) j["predicted_uncalibrated_makespan"] = *uncalibrated;
-      if (calibrated) j["calibrated"] = profile::calibration_fragment(*calibrated);
+      if (calibrated)
+        j["calibrated"] = profile::calibration_fragment(*calibrated, prepared.program.get());
       j["measured"] = viz::to_json(run.record);
       j["comparison"] = to_json(c, predicted.info.time_unit);
       j["comparison"]["memory_peaks_compared"] = peaks.memory_checked;

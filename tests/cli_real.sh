@@ -90,7 +90,7 @@ import json, sys
 cfg, run = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 cal = run["calibrated"]
 assert set(cal["costs"]["per_stage"]) == {str(s) for s in range(run["predicted"]["stages"])}, cal
-cfg.setdefault("costs", {})["per_stage"] = cal["costs"]["per_stage"]
+cfg.setdefault("costs", {}).update(cal["costs"])  # per_stage, launch_overhead, start_offset
 cfg.setdefault("comm", {}).update(cal["comm"])
 json.dump(cfg, open(sys.argv[3], "w"))
 PY

@@ -544,6 +544,8 @@ void parse_into(Config& c, const json& j, const std::string& source) {
   if (const json* costs = top.get("costs")) {
     Reader r(*costs, source, "costs.");
     c.costs = read_costs(r);
+    c.launch_overhead = r.number("launch_overhead", 0);
+    c.start_offset = r.number("start_offset", 0);
     if (const json* per = r.get("per_stage")) {
       Reader ps(*per, source, "costs.per_stage.");
       for (auto it = per->begin(); it != per->end(); ++it) {

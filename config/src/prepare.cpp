@@ -100,6 +100,8 @@ Prepared prepare_unblamed(const Config& c, const ResourceLimits& limits) {
                         fmt::format("stage out of range: the schedule has stages 0..{}", S - 1));
   }
   run.model.costs.stages.reserve(static_cast<std::size_t>(S));
+  run.model.costs.launch_overhead = c.launch_overhead;
+  run.model.costs.start_offset = c.start_offset;
   run.model.network = c.network;
   run.model.memory = c.memory;
   if (c.hardware) run.derivation = derive(c, *program);

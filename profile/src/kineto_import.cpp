@@ -148,40 +148,6 @@ std::string what_it_holds(const RankTrace& t) {
                      names.empty() ? "" : ", e.g. " + names);
 }
 
-// The host's time to launch an op: the median gap before the ops whose input was there before the
-// rank's previous op ended (a W, an op fed by its own rank, one whose input waited), so that the
-// gap is neither a wait for the input nor the latency's estimate.
-double launch_overhead(const record::RunRecord& rec, int stages) {
-  const auto& p = *rec.program;
-  const int M = p.microbatches();
-  std::vector<double> end_f(static_cast<std::size_t>(stages) * M, -1),
-      end_b(static_cast<std::size_t>(stages) * M, -1);
-  for (const auto& sp : rec.trace->spans) {
-    const Op& op = p.ops(sp.rank)[static_cast<std::size_t>(sp.pos)];
-    auto& slot = op.kind == OpKind::F ? end_f : end_b;
-    if (op.kind != OpKind::W) slot[static_cast<std::size_t>(op.stage) * M + op.microbatch] = sp.end;
-  }
-  std::vector<double> gaps;
-  const auto& spans = rec.trace->spans;
-  for (std::size_t i = 1; i < spans.size(); ++i) {
-    const auto& sp = spans[i];
-    if (spans[i - 1].rank != sp.rank) continue;
-    const Op& op = p.ops(sp.rank)[static_cast<std::size_t>(sp.pos)];
-    double input = -1;  // when its input was there (its producer's end)
-    const std::size_t at = static_cast<std::size_t>(op.stage) * M + op.microbatch;
-    if (op.kind == OpKind::F && op.stage > 0) input = end_f[at - M];
-    if ((op.kind == OpKind::I || op.kind == OpKind::B) && op.stage + 1 < stages)
-      input = end_b[at + M];
-    const double prev = spans[i - 1].end;
-    if (input >= 0 && input >= prev) continue;  // it may have waited for its input
-    gaps.push_back(std::max(0.0, sp.start - prev));
-  }
-  if (gaps.empty()) return 0;
-  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2),
-                   gaps.end());
-  return gaps[gaps.size() / 2];
-}
-
 // The cross-rank pairs (forward s -> s+1, backward s+1 -> s), and the clocks aligned from them.
 detail::Alignment align(const std::vector<std::vector<Action>>& acts, int S) {
   std::map<Key, std::pair<int, const Action*>> by_key;
@@ -346,11 +312,11 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
   out.calibrated = real::calibrated(base, rec);
   out.calibrated.network.latency = out.latency;
   out.calibrated.network.bandwidth = 0;
-  out.launch_overhead = launch_overhead(rec, S);
+  out.launch_overhead = out.calibrated.costs.launch_overhead;
   return out;
 }
 
-nlohmann::json calibration_fragment(const model::Model& m) {
+nlohmann::json calibration_fragment(const model::Model& m, const schedules::Program* measured_on) {
   nlohmann::json stages = nlohmann::json::object();
   for (std::size_t i = 0; i < m.costs.stages.size(); ++i) {
     const model::StageCost& c = m.costs.stages[i];
@@ -366,8 +332,18 @@ nlohmann::json calibration_fragment(const model::Model& m) {
     if (c.overlapped_fb >= 0) s["overlapped_fb"] = c.overlapped_fb;
     stages[std::to_string(i)] = std::move(s);
   }
-  return {{"costs", {{"per_stage", std::move(stages)}}},
-          {"comm", {{"latency", m.network.latency}, {"bandwidth", m.network.bandwidth}}}};
+  nlohmann::json out = {
+      {"costs",
+       {{"per_stage", std::move(stages)},
+        {"launch_overhead", m.costs.launch_overhead},
+        {"start_offset", m.costs.start_offset}}},
+      {"comm", {{"latency", m.network.latency}, {"bandwidth", m.network.bandwidth}}}};
+  if (measured_on) {
+    std::vector<int> ranks;
+    for (int s = 0; s < measured_on->stages(); ++s) ranks.push_back(measured_on->rank_of(s));
+    out["layout"] = {{"stage_ranks", ranks}};
+  }
+  return out;
 }
 
 }  // namespace ppsim::profile

@@ -241,6 +241,8 @@ model::Model calibrated(const model::Model& model, const record::RunRecord& meas
       cost.backward = cost.backward_input + cost.backward_weight;
     if (!pairs[st].empty()) cost.overlapped_fb = busy_mean(pairs[st]);  // a time: the fraction goes
   }
+  out.costs.launch_overhead = launch_overhead(measured);
+  out.costs.start_offset = start_offset(measured, out.costs.launch_overhead);
   // Transfers: the median measured time (from the copy's start to its completion being seen)
   // less the bandwidth term becomes the latency; every message has comm.boundary_bytes. Faster
   // than the model's bandwidth allows (a real network, not the modelled one), the whole median
@@ -261,6 +263,72 @@ model::Model calibrated(const model::Model& model, const record::RunRecord& meas
     }
   }
   return out;
+}
+
+double launch_overhead(const record::RunRecord& measured) {
+  if (!measured.trace || !measured.program) return 0;
+  using schedules::OpKind;
+  const auto& p = *measured.program;
+  const auto M = static_cast<std::size_t>(p.microbatches()),
+             S = static_cast<std::size_t>(p.stages());
+  auto plain = [&](const schedules::Op& op) {
+    return (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::I ||
+            op.kind == OpKind::W) &&
+           op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && op.microbatch >= 0 &&
+           static_cast<std::size_t>(op.microbatch) < M;
+  };
+  // Each rank's compute spans in start order, and when each (stage, microbatch)'s F and B or I
+  // ended: the inputs of the next and the previous stage.
+  std::vector<std::vector<std::pair<const record::Span*, const schedules::Op*>>> by_rank(
+      static_cast<std::size_t>(p.ranks()));
+  std::vector<double> end_f(S * M, -1), end_b(S * M, -1);
+  for (const auto& s : measured.trace->spans) {
+    if (s.kind != record::SpanKind::compute || s.rank < 0 || s.rank >= p.ranks()) continue;
+    const auto& ops = p.ops(s.rank);
+    if (s.pos < 0 || static_cast<std::size_t>(s.pos) >= ops.size()) continue;
+    const schedules::Op& op = ops[static_cast<std::size_t>(s.pos)];
+    by_rank[static_cast<std::size_t>(s.rank)].push_back({&s, &op});
+    if (plain(op) && op.kind != OpKind::W)
+      (op.kind == OpKind::F ? end_f : end_b)[static_cast<std::size_t>(op.stage) * M +
+                                             static_cast<std::size_t>(op.microbatch)] = s.end;
+  }
+  std::vector<double> gaps;
+  for (auto& spans : by_rank) {
+    std::sort(spans.begin(), spans.end(),
+              [](const auto& a, const auto& b) { return a.first->start < b.first->start; });
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      const auto& [span, op] = spans[i];
+      if (!plain(*op)) continue;
+      const std::size_t at =
+          static_cast<std::size_t>(op->stage) * M + static_cast<std::size_t>(op->microbatch);
+      double input = -1;  // when its input from another stage was there
+      if (op->kind == OpKind::F && op->stage > 0) input = end_f[at - M];
+      if ((op->kind == OpKind::I || op->kind == OpKind::B) &&
+          static_cast<std::size_t>(op->stage) + 1 < S)
+        input = end_b[at + M];
+      const double prev = spans[i - 1].first->end;
+      if (input >= 0 && input >= prev) continue;  // it may have waited for its input
+      gaps.push_back(std::max(0.0, span->start - prev));
+    }
+  }
+  return gaps.empty() ? 0.0 : median(std::move(gaps));
+}
+
+double start_offset(const record::RunRecord& measured, double launch_overhead) {
+  if (!measured.trace || !measured.program || !measured.metrics) return 0;
+  const auto& p = *measured.program;
+  const int r = p.rank_of(0);
+  if (r < 0 || static_cast<std::size_t>(r) >= measured.metrics->per_rank.size()) return 0;
+  const record::Span* first = nullptr;
+  for (const auto& s : measured.trace->spans)
+    if (s.kind == record::SpanKind::compute && s.rank == r && (!first || s.start < first->start))
+      first = &s;
+  if (!first) return 0;
+  const schedules::Op& op = p.ops(r)[static_cast<std::size_t>(first->pos)];
+  if (op.kind != schedules::OpKind::F || op.stage != 0) return 0;  // it waited for something
+  return std::max(0.0, first->start -
+                           measured.metrics->per_rank[static_cast<std::size_t>(r)].start -
+                           launch_overhead);
 }
 
 }  // namespace ppsim::real

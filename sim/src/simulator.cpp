@@ -71,7 +71,8 @@ class Engine {
   SimResult run() {
     setup();
     if (obs_) obs_->on_begin(R_, /*concurrent=*/false);
-    for (int r = 0; r < R_; ++r) wake(r, 0.0);
+    // A rank starts at 0 and issues its first op start_offset later.
+    for (int r = 0; r < R_; ++r) wake(r, o_.costs.start_offset);
     while (true) {
       if (net_.has_ready() && (queue_.empty() || queue_.top_time() > net_.ready_time()))
         start_ready();
@@ -114,6 +115,8 @@ class Engine {
     }
     if (o_.network.latency < 0 || o_.network.bandwidth < 0)
       throw SimulationError("latency and bandwidth must be >= 0");
+    if (!(o_.costs.launch_overhead >= 0) || !(o_.costs.start_offset >= 0))
+      throw SimulationError("launch_overhead and start_offset must be >= 0");
     const std::size_t tensors = sem_.tensor_count();
     if (tensors > std::numeric_limits<std::uint32_t>::max())
       throw SimulationError("too many tensors");
@@ -348,7 +351,7 @@ class Engine {
         progress_.release_held(*this, rs.blocked_ep);
       ++rs.pc;
     }
-    if (rs.start < 0 && rs.n_ops > 0) rs.start = t;
+    if (rs.start < 0 && rs.n_ops > 0) rs.start = t - o_.costs.start_offset;  // its first issue
     while (rs.pc < rs.n_ops) {
       const Op& op = ops[rs.pc];
       const int pos = static_cast<int>(rs.pc);
@@ -360,10 +363,12 @@ class Engine {
       }
       if (schedules::is_compute(op.kind) ||
           schedules::info(op.kind).cls == schedules::OpClass::resource) {  // local work
-        const double end = t + duration(r, op);
-        start_compute(r, rs, op, t);
-        if (obs_) obs_->on_compute(r, pos, t, end);
-        rs.busy += end - t;  // as a trace's spans sum it, so both give identical metrics
+        // The host launches it first: the rank idles, then the op runs.
+        const double begin = t + o_.costs.launch_overhead;
+        const double end = begin + duration(r, op);
+        start_compute(r, rs, op, begin);
+        if (obs_) obs_->on_compute(r, pos, begin, end);
+        rs.busy += end - begin;  // as a trace's spans sum it, so both give identical metrics
         ++rs.pc;
         // This rank posts nothing more at t; if no other rank has anything left at t either, the
         // instant is over and its transfers may take their links.

@@ -35,6 +35,7 @@ struct Config {
   bool default_comm = true;
   CostSpec costs;
   std::map<int, CostSpec> stage_costs;
+  double launch_overhead = 0.0, start_offset = 0.0;  // costs.launch_overhead, costs.start_offset
   NetworkOptions network;
   MemoryOptions memory;
   // `model` and `hardware` (docs/MODEL.md): with both, prepare() derives costs and memory.

@@ -27,6 +27,12 @@ struct StageCost {
 
 struct CostModel {
   std::vector<StageCost> stages;  // one per virtual stage
+  // Host time before each compute op starts (a GPU's kernel launch and issue gap), and before a
+  // rank's first compute op (a late start: lazy initialisation, cold caches), in time units. The
+  // rank is idle then. 0 by default; `ppsim real --calibrate` and `ppsim import-profile` measure
+  // them.
+  double launch_overhead = 0.0;
+  double start_offset = 0.0;
   static CostModel uniform(int stages, StageCost cost) {
     return {std::vector<StageCost>(static_cast<std::size_t>(stages), cost)};
   }

@@ -93,9 +93,12 @@ struct Imported {
 Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions& options,
                        const std::vector<ActionPattern>& patterns = default_patterns());
 
-// The calibrated costs and network as a config fragment ({"costs": {"per_stage": ...},
-// "comm": {"latency", "bandwidth"}}), as `ppsim real --calibrate --json` prints it.
-nlohmann::json calibration_fragment(const model::Model& m);
+// The calibrated costs and network as a config fragment ({"costs": {"per_stage": ...,
+// "launch_overhead", "start_offset"}, "comm": {"latency", "bandwidth"}}), as `ppsim real
+// --calibrate --json` prints it. With the program it was measured on, also {"layout":
+// {"stage_ranks": [...]}}, so that --calibration can carry it to another layout (map_costs).
+nlohmann::json calibration_fragment(const model::Model& m,
+                                    const schedules::Program* measured_on = nullptr);
 
 // Writes a measured (or simulated) run as Kineto traces, `DIR/rank<r>.json`: one ProfilerStep#0,
 // the compute actions as `PP:` ranges on the CPU and GPU side, distributedInfo.rank. Times in

@@ -51,7 +51,17 @@ bool memory_follows_program_order(const record::RunRecord& predicted, const mode
 
 // The model with each stage's costs replaced by the mean measured duration of that op kind on that
 // stage, durations over twice the median left out as stalls (kinds not measured keep the model's
-// cost), and the network's latency (or bandwidth) set from the median measured transfer.
+// cost), the network's latency (or bandwidth) set from the median measured transfer, and the
+// launch overhead and start offset measured as below.
 model::Model calibrated(const model::Model& model, const record::RunRecord& measured);
+
+// The host's time to launch a compute op: the median gap before the F, B, I and W ops whose input
+// was there before their rank's previous compute op ended (a W, an op fed by its own rank, one
+// whose input waited), so that the gap is neither a wait for the input nor the latency. 0 when no
+// op qualifies.
+double launch_overhead(const record::RunRecord& measured);
+// How late the first op came: on the rank that runs stage 0, whose first forward waits for no
+// input, its start after the rank's less the launch overhead (>= 0).
+double start_offset(const record::RunRecord& measured, double launch_overhead);
 
 }  // namespace ppsim::real

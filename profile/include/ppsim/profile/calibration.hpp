@@ -1,0 +1,25 @@
+#pragma once
+// A calibration fragment measured on one stage layout, applied to a program of another: the
+// 1F1B run that was profiled, predicting interleaved 1F1B or DualPipeV on the same ranks.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ppsim/model/model.hpp"
+#include "ppsim/schedules/program.hpp"
+
+namespace ppsim::profile {
+
+// The fragment's `costs` (per_stage, launch_overhead, start_offset) for `target`, whose stages
+// sit on the same ranks in another layout (`source_ranks[s]`: the rank source stage s ran on).
+// Each rank's layers are assumed split evenly over the stages it runs: a target stage costs its
+// rank's measured total over the number of stages it runs there (F, and I and W or B). A
+// backward measured only whole is split by the target model's own I:W ratio where it has one
+// (ZB-H1 from a 1F1B profile), else kept whole. Throws config::ConfigError naming `file` when the
+// rank counts differ.
+nlohmann::json map_costs(const nlohmann::json& costs, const std::vector<int>& source_ranks,
+                         const schedules::Program& target, const model::CostModel& target_model,
+                         const std::string& file);
+
+}  // namespace ppsim::profile

@@ -1,0 +1,87 @@
+#include "ppsim/profile/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include "ppsim/config/error.hpp"
+
+namespace ppsim::profile {
+
+namespace {
+struct Totals {  // one rank's measured costs, summed over its stages
+  double f = 0, b = 0, i = 0, w = 0;
+  bool split = true;  // every stage gave I and W
+};
+double number(const nlohmann::json& stage, const char* key) {
+  return stage.contains(key) && stage[key].is_number() ? stage[key].get<double>() : 0.0;
+}
+}  // namespace
+
+nlohmann::json map_costs(const nlohmann::json& costs, const std::vector<int>& source_ranks,
+                         const schedules::Program& target, const model::CostModel& target_model,
+                         const std::string& file) {
+  int ranks = 0;
+  for (const int r : source_ranks) ranks = std::max(ranks, r + 1);
+  if (ranks != target.ranks())
+    throw config::ConfigError(
+        file, "layout.stage_ranks",
+        fmt::format("the calibration was measured on {} ranks and this config has {}: costs per "
+                    "rank cannot be carried over",
+                    ranks, target.ranks()));
+  std::vector<Totals> totals(static_cast<std::size_t>(ranks));
+  const nlohmann::json& per = costs.at("per_stage");
+  for (std::size_t s = 0; s < source_ranks.size(); ++s) {
+    const std::string key = std::to_string(s);
+    if (!per.contains(key)) continue;
+    const nlohmann::json& c = per[key];
+    Totals& t = totals[static_cast<std::size_t>(source_ranks[s])];
+    t.f += number(c, "forward");
+    const bool split = c.contains("backward_input") && c.contains("backward_weight");
+    t.split = t.split && split;
+    t.i += number(c, "backward_input");
+    t.w += number(c, "backward_weight");
+    t.b +=
+        split ? number(c, "backward_input") + number(c, "backward_weight") : number(c, "backward");
+  }
+  std::vector<int> chunks(static_cast<std::size_t>(ranks), 0);
+  std::vector<int> target_ranks;
+  for (int s = 0; s < target.stages(); ++s) {
+    ++chunks[static_cast<std::size_t>(target.rank_of(s))];
+    target_ranks.push_back(target.rank_of(s));
+  }
+  // The same layout: each stage keeps its own costs (only a whole backward may be split).
+  const bool same = target_ranks == source_ranks;
+  nlohmann::json stages = nlohmann::json::object();
+  for (int s = 0; s < target.stages(); ++s) {
+    Totals t = totals[static_cast<std::size_t>(target.rank_of(s))];
+    double n = chunks[static_cast<std::size_t>(target.rank_of(s))];
+    if (same) {
+      const std::string key = std::to_string(s);
+      if (!per.contains(key)) continue;  // the config's own
+      const nlohmann::json& c = per[key];
+      t = {number(c, "forward"), number(c, "backward"), number(c, "backward_input"),
+           number(c, "backward_weight"), c.contains("backward_input")};
+      if (t.split) t.b = t.i + t.w;
+      n = 1;
+    }
+    nlohmann::json c = {{"forward", t.f / n}};
+    const model::StageCost& own = target_model.stages[static_cast<std::size_t>(s)];
+    if (t.split) {
+      c["backward_input"] = t.i / n;
+      c["backward_weight"] = t.w / n;
+    } else if (own.split && own.backward_input + own.backward_weight > 0) {
+      const double share = own.backward_input / (own.backward_input + own.backward_weight);
+      c["backward_input"] = t.b / n * share;
+      c["backward_weight"] = t.b / n * (1 - share);
+    } else {
+      c["backward"] = t.b / n;
+    }
+    if (same && per[std::to_string(s)].contains("overlapped_fb"))
+      c["overlapped_fb"] = per[std::to_string(s)]["overlapped_fb"];
+    stages[std::to_string(s)] = std::move(c);
+  }
+  nlohmann::json out = costs;
+  out["per_stage"] = std::move(stages);
+  return out;
+}
+
+}  // namespace ppsim::profile
