@@ -1,6 +1,6 @@
 // Programs far larger than the bundled configs in one dimension (ranks, microbatch ids, WAIT ids,
 // independent deadlock cycles): the verdicts stay exact and the passes stay proportional to the
-// ops (memory and time are measured by bench/scale_check.sh, not asserted here).
+// ops (memory and time are measured by tests/scale_check.sh, not asserted here).
 #include <catch2/catch.hpp>
 #include <string>
 

@@ -4,7 +4,7 @@
 # style, and the blocking deadlock), a PyTorch CSV chain of 4k..32k ranks, a 2-op custom program
 # with microbatch id 10^4..10^8, and a WAIT on 1k..65k request ids (valid: the WAIT completes;
 # invalid: every id unknown).
-# Usage: bench/scale_check.sh [PPSIM] (default: build/cli/ppsim). Needs GNU time.
+# Usage: tests/scale_check.sh [PPSIM] (default: build/cli/ppsim). Needs GNU time.
 set -euo pipefail
 PPSIM=${1:-build/cli/ppsim}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
