@@ -89,32 +89,32 @@ int parse_int(const std::string& option, const std::string& text, int min, int m
   return static_cast<int>(v);
 }
 
+// `--option name`: a name `registry` knows, else UsageError listing them; a GPU one (`gpu_names`)
+// in a build without CUDA is BackendUnavailable, saying so (`needs`: what was not found).
+template <typename Registry>
+const std::string& known(const Registry& registry, const std::string& name, const char* option,
+                         const char* what, std::initializer_list<const char*> gpu_names,
+                         const char* needs) {
+  if (registry.find(name)) return name;
+  for (const char* gpu : gpu_names)
+    if (name == gpu)
+      throw real::BackendUnavailable(
+          fmt::format("{} {}: this ppsim was built without {} ({} not found when it was "
+                      "configured); rebuild where /usr/local/cuda has {}",
+                      option, name, needs, gpu_names.size() > 1 ? "they were" : "it was",
+                      gpu_names.size() > 1 ? "them" : "it"));
+  throw UsageError(fmt::format("{}: unknown {} '{}'; expected one of {}", option, what,
+                               base::excerpt(name, 80), fmt::join(registry.names(), ", ")));
+}
+
 // The command line's values over the config's `real` section.
 void apply_options(real::Settings& s, const RealOptions& o) {
-  if (o.backend) {
-    if ((*o.backend == "cuda" || *o.backend == "nccl") &&
-        !real::TransportRegistry::instance().find(*o.backend))
-      throw real::BackendUnavailable(fmt::format(
-          "--backend {}: this ppsim was built without CUDA and NCCL (they were not found when it "
-          "was configured); rebuild where /usr/local/cuda has them",
-          *o.backend));
-    if (!real::TransportRegistry::instance().find(*o.backend))
-      throw UsageError(fmt::format("--backend: unknown backend '{}'; expected one of {}",
-                                   base::excerpt(*o.backend, 80),
-                                   fmt::join(real::TransportRegistry::instance().names(), ", ")));
-    s.backend = *o.backend;
-  }
-  if (o.compute) {
-    if (*o.compute == "cuda" && !real::ComputeRegistry::instance().find(*o.compute))
-      throw real::BackendUnavailable(
-          "--compute cuda: this ppsim was built without CUDA (it was not found when it was "
-          "configured); rebuild where /usr/local/cuda has it");
-    if (!real::ComputeRegistry::instance().find(*o.compute))
-      throw UsageError(fmt::format("--compute: unknown compute '{}'; expected one of {}",
-                                   base::excerpt(*o.compute, 80),
-                                   fmt::join(real::ComputeRegistry::instance().names(), ", ")));
-    s.compute = *o.compute;
-  }
+  if (o.backend)
+    s.backend = known(real::TransportRegistry::instance(), *o.backend, "--backend", "backend",
+                      {"cuda", "nccl"}, "CUDA and NCCL");
+  if (o.compute)
+    s.compute = known(real::ComputeRegistry::instance(), *o.compute, "--compute", "compute",
+                      {"cuda"}, "CUDA");
   if (o.time_scale) {
     try {
       s.time_scale = real::parse_time_scale(*o.time_scale);

@@ -1,5 +1,6 @@
 #include "ppsim/config/resources.hpp"
 
+#include "ppsim/base/enum_names.hpp"
 #include "ppsim/base/human_bytes.hpp"
 
 #include <fmt/format.h>
@@ -20,30 +21,18 @@
 
 namespace ppsim::config {
 
+// By Workload: program, run, trace.
+constexpr std::array<std::string_view, 3> kWorkloadNames = {"export", "run", "run --trace"};
+// Per estimated op: the peak RSS slopes measured by tests/measure_rss.sh (docs/LIMITS.md: 45,
+// 52 and 151 B per estimated op), with about 1/3 more for allocator slack and other schedules.
+constexpr std::array<double, 3> kBytesPerOp = {64, 80, 200};
+
 std::string_view to_string(Workload w) {
-  switch (w) {
-    case Workload::program:
-      return "export";
-    case Workload::run:
-      return "run";
-    case Workload::trace:
-      return "run --trace";
-  }
-  return "run";
+  return base::enum_value(w, kWorkloadNames, std::string_view("run"));
 }
 
 double bytes_per_op(Workload w) {
-  // Per estimated op: the peak RSS slopes measured by tests/measure_rss.sh (docs/LIMITS.md: 45,
-  // 52 and 151 B per estimated op), with about 1/3 more for allocator slack and other schedules.
-  switch (w) {
-    case Workload::program:
-      return 64;
-    case Workload::run:
-      return 80;
-    case Workload::trace:
-      return 200;
-  }
-  return 200;
+  return base::enum_value(w, kBytesPerOp, 200.0);
 }
 
 std::uint64_t default_max_memory() {

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <latch>
 #include <limits>
 #include <thread>
 #include <tuple>
 
+#include "ppsim/base/enum_names.hpp"
 #include "ppsim/config/error.hpp"
 #include "ppsim/config/resources.hpp"
 #include "ppsim/config/run_step.hpp"
@@ -213,17 +215,8 @@ Iteration run_once(const config::Prepared& prepared, const schedules::Semantics&
 }  // namespace
 
 const char* to_string(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::finished:
-      return "finished";
-    case Outcome::hang:
-      return "hang";
-    case Outcome::interrupted:
-      return "interrupted";
-    case Outcome::failed:
-      return "failed";
-  }
-  return "?";
+  constexpr std::array<const char*, 4> kNames = {"finished", "hang", "interrupted", "failed"};
+  return base::enum_value(outcome, kNames, "?");
 }
 
 void check_runnable(const config::Prepared& prepared, const ExecOptions& options) {

@@ -5,31 +5,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <memory>
 
 #include "decimal.hpp"
+#include "ppsim/base/enum_names.hpp"
 #include "ppsim/base/huge_pages.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz::detail {
 
 std::string_view to_string(TraceCategory c) {
-  switch (c) {
-    case TraceCategory::compute:
-      return "compute";
-    case TraceCategory::comm:
-      return "comm";
-    case TraceCategory::transfer:
-      return "transfer";
-    case TraceCategory::deadlock:
-      return "deadlock";
-    case TraceCategory::run:
-      return "run";
-  }
-  return "";
+  constexpr std::array<std::string_view, 5> kNames = {"compute", "comm", "transfer", "deadlock",
+                                                      "run"};
+  return base::enum_value(c, kNames, std::string_view());
 }
 
 namespace {

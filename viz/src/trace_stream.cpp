@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "decimal.hpp"
+#include "ppsim/base/enum_names.hpp"
 #include "ppsim/base/jobs.hpp"
 #include "trace_encoder.hpp"
 
@@ -106,15 +108,8 @@ std::string other_data(const ChromeTraceOptions& options, std::string_view time_
 }  // namespace detail
 
 std::string_view to_string(TraceFormat format) {
-  switch (format) {
-    case TraceFormat::json:
-      return "json";
-    case TraceFormat::json_gz:
-      return "json.gz";
-    case TraceFormat::perfetto:
-      return "pftrace";
-  }
-  return "";
+  constexpr std::array<std::string_view, 3> kNames = {"json", "json.gz", "pftrace"};
+  return base::enum_value(format, kNames, std::string_view());
 }
 
 TraceFormat trace_format_for(std::string_view path) {
