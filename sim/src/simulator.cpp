@@ -185,7 +185,7 @@ class Engine {
 
   // When all requests of the WAIT at rank r's pc are complete (kNever if one is not matched yet),
   // going on from where the last call stopped.
-  double wait_time(int r, RankState& rs, const Op& op) const {
+  [[gnu::always_inline]] double wait_time(int r, RankState& rs, const Op& op) const {
     const auto ids = p_.wait_ids(r, op);
     for (; rs.wait_next < ids.size(); ++rs.wait_next) {
       const double done =
