@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Hostile-input harness (issue 6): generates a few hundred hostile inputs of at most 1 MB into a
 temporary directory and runs `ppsim check`, `ppsim run --json`, `ppsim run --trace` (a `.json`
-and a `.pftrace` file), `ppsim model --json` and `ppsim search --json --memory-limit 80GB` on each,
+and a `.pftrace` file), `ppsim model --json`, `ppsim search --json --memory-limit 80GB` and `ppsim run --json
+CONFIG --calibration INPUT` on each,
 under `timeout` and `/usr/bin/time -f '%e %M'`. Run through
 tests/hostile_inputs.sh.
 
@@ -171,6 +172,18 @@ def generate(g):
     g.file("custom-routes-stage-1e8", json.dumps({"schedule": {"kind": "custom", "ops": ["0F0,0B0"],
         "routes": [{"stages": [100000000], "microbatches": [0]}]}}))
 
+    # Calibration fragments (`run-calibration` reads each input as one, over a bundled config).
+    per = {str(i): {"forward": 1, "backward": 2} for i in range(4)}
+    for name, layout in [("layout-ranks-huge", {"stage_ranks": [0, 1, 2, 1 << 30]}),
+                         ("layout-ranks-negative", {"stage_ranks": [-1, 0, 1, 2]}),
+                         ("layout-100000-stages", {"stage_ranks": list(range(100000))}),
+                         ("layout-not-array", {"stage_ranks": "0,1,2,3"}),
+                         ("layout-empty", {"stage_ranks": []})]:
+        g.file("calibration-" + name, json.dumps({"costs": {"per_stage": per}, "layout": layout}))
+    g.file("calibration-per-stage-junk", json.dumps({"costs": {"per_stage": {"0": "x", "9": []}},
+                                                     "layout": {"stage_ranks": [0, 1, 2, 3]}}))
+    g.file("calibration-nan-launch", '{"costs": {"launch_overhead": 1e999}}')
+
     # Long tokens, duplicates, junk.
     big = "x" * (MB - 400)
     g.file("long-name-1mb", one.read_text().replace('"1f1b-p4-m8"', json.dumps(big)))
@@ -266,6 +279,9 @@ def run_one(ppsim, case, sub, tmo, work):
         args += ["model", "--json", path]
     elif sub == "search-json":
         args += ["search", "--json", "--memory-limit", "80GB", path]
+    elif sub == "run-calibration":  # the input as a calibration fragment over another layout
+        args += ["run", "--json", str(ROOT / "configs" / "interleaved-1f1b.json"), "--calibration",
+                 path]
     else:  # run-trace (Chrome JSON) or run-pftrace (Perfetto protobuf)
         tdir = tempfile.mkdtemp(dir=work, prefix="trace-")
         trace_name = "trace.pftrace" if sub == "run-pftrace" else "trace.json"
@@ -276,7 +292,7 @@ def run_one(ppsim, case, sub, tmo, work):
     tf.close()
     cmd = ["/usr/bin/time", "-f", "%e %M", "-o", tf.name, "timeout", "-k", "5", str(tmo)] + args
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub in ("run-json", "check", "model-json", "search-json") else subprocess.DEVNULL,
+        p = subprocess.run(cmd, stdout=subprocess.PIPE if sub in ("run-json", "check", "model-json", "search-json", "run-calibration") else subprocess.DEVNULL,
                            stderr=subprocess.PIPE)
     except OSError as e:  # e.g. an argument over the kernel's limit: the input is broken
         os.unlink(tf.name)
@@ -307,7 +323,8 @@ def run_one(ppsim, case, sub, tmo, work):
         v.append("nofile")
     if len(err) > ECHO_BYTES or (sub == "check" and len(p.stdout) > ECHO_BYTES and rc == 2):
         v.append("echo")
-    if rc in (0, 1) and sub in ("run-json", "model-json", "search-json") and not valid_json(p.stdout):
+    if rc in (0, 1) and sub in ("run-json", "model-json", "search-json", "run-calibration") and \
+            not valid_json(p.stdout):
         v.append("badjson")
     if tdir:
         trace = os.path.join(tdir, trace_name)
@@ -330,7 +347,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=20)
     ap.add_argument("--only", default="")
     ap.add_argument("--subcommands",
-                    default="check,run-json,run-trace,run-pftrace,model-json,search-json")
+                    default="check,run-json,run-trace,run-pftrace,model-json,search-json,run-calibration")
     ap.add_argument("--keep", default="")
     a = ap.parse_args()
     ppsim = os.path.abspath(a.ppsim)

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "ppsim/base/excerpt.hpp"
 #include "ppsim/config/error.hpp"
 
 namespace ppsim::profile {
@@ -29,6 +32,18 @@ nlohmann::json map_costs(const nlohmann::json& costs, const std::vector<int>& so
                     ranks, target.ranks()));
   std::vector<Totals> totals(static_cast<std::size_t>(ranks));
   const nlohmann::json& per = costs.at("per_stage");
+  // Carried over, an entry is read here and not by the config reader: checked as strictly.
+  for (const auto& [key, c] : per.items()) {
+    const std::string at = "costs.per_stage." + base::excerpt(key, 40);
+    if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(key) >= source_ranks.size())
+      throw config::ConfigError(
+          file, at, fmt::format("expected a stage of the layout, 0..{}", source_ranks.size() - 1));
+    if (!c.is_object()) throw config::ConfigError(file, at, "expected an object of costs");
+    for (const auto& [k, v] : c.items())
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        throw config::ConfigError(file, at + "." + base::excerpt(k, 40), "expected a number >= 0");
+  }
   for (std::size_t s = 0; s < source_ranks.size(); ++s) {
     const std::string key = std::to_string(s);
     if (!per.contains(key)) continue;
