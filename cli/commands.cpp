@@ -196,53 +196,6 @@ namespace {
 
 // `--calibration FILE`: a fragment {"costs": ..., "comm": ...} (or an output holding it under
 // "calibrated"), as assignments after the command line's own.
-// The fragment's settings as --set overrides of the config at `path` (with `overrides`): its
-// costs as measured where the stage layouts agree, else carried over per rank (map_costs).
-std::vector<std::string> calibration_overrides(const std::string& file, const std::string& path,
-                                               const std::vector<std::string>& overrides) {
-  const nlohmann::json whole = config::parse_json_text(config::read_config_file(file), file);
-  const bool wrapped = whole.is_object() && whole.contains("calibrated");
-  const nlohmann::json& frag = wrapped ? whole["calibrated"] : whole;
-  config::Reader r(frag, file, wrapped ? "calibrated." : "");
-  std::vector<std::string> out;
-  std::vector<int> source_ranks;
-  if (const nlohmann::json* layout = r.get("layout")) {
-    config::Reader l(*layout, file, r.key("layout."));
-    const nlohmann::json* ranks = l.get("stage_ranks");
-    if (!ranks || !ranks->is_array() || ranks->empty())
-      l.fail("stage_ranks", "expected the rank of each stage, e.g. [0, 1, 2, 3]");
-    for (const auto& v : *ranks) {
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1 << 20)
-        l.fail("stage_ranks", fmt::format("expected ranks >= 0, got {}", base::excerpt(v.dump())));
-      source_ranks.push_back(v.get<int>());
-    }
-    l.reject_unknown();
-  }
-  if (const nlohmann::json* costs = r.get("costs")) {
-    nlohmann::json carried = *costs;
-    if (!source_ranks.empty() && costs->is_object() && costs->contains("per_stage") &&
-        (*costs)["per_stage"].is_object()) {
-      const config::Prepared target = config::prepare(config::load_config(path, overrides));
-      carried =
-          profile::map_costs(*costs, source_ranks, *target.program, target.model.costs, file);
-    }
-    out.push_back("costs=" + carried.dump());
-  }
-  if (const nlohmann::json* comm = r.get("comm")) {
-    config::Reader c(*comm, file, r.key("comm."));
-    for (const char* key : {"latency", "bandwidth"})
-      if (const nlohmann::json* v = c.get(key))
-        out.push_back(fmt::format("comm.{}={}", key, v->dump()));
-    c.reject_unknown();
-  }
-  r.reject_unknown();
-  if (out.empty())
-    r.fail("costs",
-           "a calibration fragment gives costs or comm (`ppsim real --calibrate --json`, "
-           "`ppsim import-profile -o`)");
-  return out;
-}
-
 }  // namespace
 
 void write_out(const std::string& text, const std::string& output) {
@@ -259,7 +212,11 @@ config::Config load_with_calibration(const std::string& path, const CommonOption
   if (common.calibration.empty()) return config::load_config(path, common.overrides);
   std::vector<std::string> overrides = common.overrides;
   const std::size_t own = overrides.size();
-  for (auto& o : calibration_overrides(common.calibration, path, common.overrides))
+  const nlohmann::json fragment =
+      config::parse_json_text(config::read_config_file(common.calibration), common.calibration);
+  for (auto& o : profile::calibration_overrides(fragment, common.calibration, [&] {
+         return config::prepare(config::load_config(path, common.overrides));
+       }))
     overrides.push_back(std::move(o));
   try {
     return config::load_config(path, overrides);

@@ -11,6 +11,7 @@
 
 #include "ppsim/config/config.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/profile/calibration.hpp"
 #include "ppsim/profile/kineto.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/program.hpp"
@@ -280,7 +281,27 @@ Outcome search_result_entry(std::string_view bytes) {
   }
 }
 
+// The same bytes as a calibration fragment over interleaved 1F1B at P = 4 (another layout than
+// a 1F1B fragment's, so map_costs runs): the overrides it gives load and simulate.
+Outcome calibration_entry(std::string_view bytes) {
+  static const config::Prepared target = config::prepare(config::parse_config(
+      nlohmann::json::parse(R"({"schedule": {"kind": "interleaved-1f1b", "ranks": 4,
+                                             "microbatches": 8, "chunks": 2}})"),
+      kSource));
+  try {
+    const nlohmann::json whole = config::parse_json_text(std::string(bytes), kSource);
+    const auto sets = profile::calibration_overrides(whole, kSource, [] { return target; });
+    nlohmann::json j = target.config.raw;
+    for (const auto& set : sets) config::apply_override(j, set);
+    (void)sim::analyze(config::prepare(config::parse_config(j, kSource, sets)));
+    return Outcome::accepted;
+  } catch (const config::ConfigError&) {
+    return Outcome::rejected;
+  }
+}
+
 Outcome profile_entry(std::string_view bytes) {
+  const Outcome fragment = calibration_entry(bytes);
   try {
     const auto t = profile::parse_trace(bytes, kSource, profile::default_patterns());
     const auto im = profile::import_traces({t}, {});
@@ -288,7 +309,7 @@ Outcome profile_entry(std::string_view bytes) {
       throw std::logic_error("an accepted profile has no measured run");
     return Outcome::accepted;
   } catch (const profile::ProfileError&) {
-    return Outcome::rejected;
+    return fragment;
   }
 }
 

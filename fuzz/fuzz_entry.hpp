@@ -40,7 +40,8 @@ Outcome pipeline_entry(std::string_view bytes);
 Outcome search_result_entry(std::string_view bytes);
 
 // Bytes = a PyTorch profiler (Kineto) trace of one rank: parse_trace, then import_traces of it
-// alone; an accepted import's program has every action once.
+// alone; an accepted import's program has every action once. The same bytes are also read as a
+// calibration fragment (profile::calibration_overrides) over a config of another layout.
 Outcome profile_entry(std::string_view bytes);
 
 // Name for messages: "config", "oplist", "torch_csv", "pipeline", "search_result", "profile".

@@ -123,6 +123,17 @@ seeds["profile"] += [kineto(one, 0), kineto(one[1:]),
                              rng("PP:0F0", 1, 2), rng("PP:0B0", 4, 3), rng("PP:0F0", 11, 2),
                              rng("PP:0B0", 14, 3)]),
                      '{"traceEvents": [{"ph": "X", "name": "PP:0F0", "ts": "x"}]}', '{"traceEvents": 3}', "[]"]
+# Calibration fragments (the profile target also reads its input as one): a 1F1B fragment with
+# its layout, one with the split, one of another rank count, one without layout.
+one_f1b = {str(i): {"forward": 1.0, "backward": 2.0} for i in range(4)}
+seeds["profile"] += [json.dumps(f) for f in [
+    {"costs": {"per_stage": one_f1b, "launch_overhead": 0.01, "start_offset": 0.1},
+     "comm": {"latency": 0.05, "bandwidth": 0}, "layout": {"stage_ranks": [0, 1, 2, 3]}},
+    {"calibrated": {"costs": {"per_stage": {"0": {"forward": 1, "backward_input": 1,
+                                                  "backward_weight": 1}}},
+                    "layout": {"stage_ranks": [0, 1, 2, 3]}}},
+    {"costs": {"per_stage": {"0": {"forward": 1}}}, "layout": {"stage_ranks": [0, 1]}},
+    {"costs": {"per_stage": {"0": {"forward": 1}}}, "comm": {"latency": 1}}]]
 
 for target, items in seeds.items():
     d = out / target

@@ -6,6 +6,7 @@
 
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/config/error.hpp"
+#include "ppsim/config/reader.hpp"
 
 namespace ppsim::profile {
 
@@ -96,6 +97,49 @@ nlohmann::json map_costs(const nlohmann::json& costs, const std::vector<int>& so
   }
   nlohmann::json out = costs;
   out["per_stage"] = std::move(stages);
+  return out;
+}
+
+std::vector<std::string> calibration_overrides(const nlohmann::json& whole, const std::string& file,
+                                               const std::function<config::Prepared()>& target) {
+  const bool wrapped = whole.is_object() && whole.contains("calibrated");
+  const nlohmann::json& frag = wrapped ? whole["calibrated"] : whole;
+  config::Reader r(frag, file, wrapped ? "calibrated." : "");
+  std::vector<std::string> out;
+  std::vector<int> source_ranks;
+  if (const nlohmann::json* layout = r.get("layout")) {
+    config::Reader l(*layout, file, r.key("layout."));
+    const nlohmann::json* ranks = l.get("stage_ranks");
+    if (!ranks || !ranks->is_array() || ranks->empty())
+      l.fail("stage_ranks", "expected the rank of each stage, e.g. [0, 1, 2, 3]");
+    for (const auto& v : *ranks) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1 << 20)
+        l.fail("stage_ranks", fmt::format("expected ranks >= 0, got {}", base::excerpt(v.dump())));
+      source_ranks.push_back(v.get<int>());
+    }
+    l.reject_unknown();
+  }
+  if (const nlohmann::json* costs = r.get("costs")) {
+    nlohmann::json carried = *costs;
+    if (!source_ranks.empty() && costs->is_object() && costs->contains("per_stage") &&
+        (*costs)["per_stage"].is_object()) {
+      const config::Prepared t = target();
+      carried = map_costs(*costs, source_ranks, *t.program, t.model.costs, file);
+    }
+    out.push_back("costs=" + carried.dump());
+  }
+  if (const nlohmann::json* comm = r.get("comm")) {
+    config::Reader c(*comm, file, r.key("comm."));
+    for (const char* key : {"latency", "bandwidth"})
+      if (const nlohmann::json* v = c.get(key))
+        out.push_back(fmt::format("comm.{}={}", key, v->dump()));
+    c.reject_unknown();
+  }
+  r.reject_unknown();
+  if (out.empty())
+    r.fail("costs",
+           "a calibration fragment gives costs or comm (`ppsim real --calibrate --json`, "
+           "`ppsim import-profile -o`)");
   return out;
 }
 

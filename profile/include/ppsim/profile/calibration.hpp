@@ -1,11 +1,13 @@
 #pragma once
 // A calibration fragment measured on one stage layout, applied to a program of another: the
 // 1F1B run that was profiled, predicting interleaved 1F1B or DualPipeV on the same ranks.
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ppsim/config/prepare.hpp"
 #include "ppsim/model/model.hpp"
 #include "ppsim/schedules/program.hpp"
 
@@ -21,5 +23,12 @@ namespace ppsim::profile {
 nlohmann::json map_costs(const nlohmann::json& costs, const std::vector<int>& source_ranks,
                          const schedules::Program& target, const model::CostModel& target_model,
                          const std::string& file);
+
+// A calibration fragment (`whole`: `import-profile -o`'s, or `real --calibrate --json` output whose
+// `calibrated` it is, read from `file`) as --set overrides: `costs=...` and `comm.latency`,
+// `comm.bandwidth`. With a `layout`, the costs go through map_costs for the config `target()`
+// prepares (called only then). Throws config::ConfigError naming `file` and the key.
+std::vector<std::string> calibration_overrides(const nlohmann::json& whole, const std::string& file,
+                                               const std::function<config::Prepared()>& target);
 
 }  // namespace ppsim::profile
