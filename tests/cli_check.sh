@@ -2,23 +2,7 @@
 # `ppsim check` as a CI job runs it (docs/CI.md, docs/CLI.md "Checking directories"): directories
 # walked in order, --junit reports that are valid, complete and byte-for-byte repeatable, exit codes
 # (2 wins over 1), bad paths, and no partial report.
-set -u
-fail=0
-pass=0
-tmp=$(mktemp -d)
-trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-out="$tmp/.out"
-
-bad() { local m="$*"; echo "FAIL: ${m:0:300}"; [ -f "$out" ] && head -c 3000 "$out"; fail=$((fail + 1)); }
-good() { local m="$*"; echo "ok: ${m:0:300}"; pass=$((pass + 1)); }
-expect() {  # expect CODE ARGS...: runs ppsim, stdout + stderr in $out
-  local want=$1; shift
-  "$PPSIM" "$@" >"$out" 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then bad "ppsim $* exited $got, expected $want"; else good "ppsim $* -> $got"; fi
-}
-has() { if grep -qF -- "$1" "$out"; then good "output has '$1'"; else bad "output lacks '$1'"; fi; }
-lacks() { if grep -qF -- "$1" "$out"; then bad "output has '$1'"; else good "output lacks '$1'"; fi; }
+source "$(dirname "$0")/cli_expect.sh"
 # junit FILE TESTS FAILURES ERRORS: well-formed, the shape CI reads, and these counts.
 junit() {
   if python3 - "$@" <<'EOF'
@@ -175,5 +159,4 @@ if grep -q "$(printf '\033')" "$out"; then bad "an ESC byte reached the terminal
 left=$(find "$tmp" -name '.ppsim-*' | head -3)
 [ -z "$left" ] && good "no temporary left" || bad "temporaries left: $left"
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

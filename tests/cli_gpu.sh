@@ -2,24 +2,7 @@
 # The GPU backends from the command line where no GPU is needed (docs/EXECUTOR.md "GPUs"): the
 # `model` section read strictly by every command (exit 2 naming the key), and a GPU backend asked
 # for where it cannot run: exit 4 with a message saying why and what to use instead, not a crash.
-set -u
-fail=0
-out=$(mktemp)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp" "$out"' EXIT
-expect() {  # expect CODE ARGS...
-  local want=$1; shift
-  "$PPSIM" "$@" >"$out" 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: ppsim $* exited $got, expected $want"; cat "$out"; fail=1
-  else
-    echo "ok: ppsim $* -> $got"
-  fi
-}
-contains() {
-  grep -qF -- "$1" "$out" || { echo "FAIL: output lacks '$1'"; cat "$out"; fail=1; }
-}
+source "$(dirname "$0")/cli_expect.sh"
 config() {  # config NAME MODEL-JSON: 1f1b P=4 M=8 with that model section
   cat >"$tmp/$1.json" <<JSON
 {"name": "$1", "schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
@@ -32,18 +15,18 @@ config good '{"hidden": 1024, "sequence_length": 2048, "layers": 2}'
 expect 0 run "$tmp/good.json"
 config typo '{"hidden": 1024, "sequence_length": 2048, "micro_batchsize": 2}'
 expect 2 run "$tmp/typo.json"
-contains "key 'model.micro_batchsize'"
+has "key 'model.micro_batchsize'"
 config noseq '{"hidden": 1024, "sequence_lenght": 2048}'
 expect 2 run "$tmp/noseq.json"
-contains "key 'model.sequence_length': is required"
+has "key 'model.sequence_length': is required"
 config nohidden '{"sequence_length": 2048}'
 expect 2 check "$tmp/nohidden.json"
-contains "key 'model.hidden'"
+has "key 'model.hidden'"
 config dtype '{"hidden": 64, "sequence_length": 64, "dtype": "int4"}'
 expect 2 real "$tmp/dtype.json" --time-scale 0
-contains "key 'model.dtype'"
+has "key 'model.dtype'"
 expect 2 run "$tmp/good.json" --set model.layers=0
-contains "model.layers"
+has "model.layers"
 
 # Where CUDA cannot run (no driver or no GPU), or ppsim was built without it: exit 4.
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -51,23 +34,23 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
 else
   expect 4 real "$SRC/configs/1f1b.json" --backend cuda --time-scale 0
   grep -qE "no usable CUDA device|no CUDA device|built without CUDA" "$out" ||
-    { echo "FAIL: no reason given"; cat "$out"; fail=1; }
-  contains "ppsim: error: $SRC/configs/1f1b.json: "
+    bad "no reason given"
+  has "ppsim: error: $SRC/configs/1f1b.json: "
   expect 4 real "$tmp/good.json" --backend nccl --compute cuda --time-scale 0
   expect 4 real "$tmp/good.json" --compute cuda --time-scale 0
   expect 4 real "$tmp/good.json" --backend cuda --json
-  [ -s "$out" ] && ! grep -q '^{' "$out" || { echo "FAIL: --json printed an object"; fail=1; }
+  [ -s "$out" ] && ! grep -q '^{' "$out" || bad "--json printed an object"
   if "$PPSIM" real "$SRC/configs/1f1b.json" --backend cuda 2>&1 | grep -q "built without"; then
     echo "(this ppsim was built without the GPU backends)"
   else
     # Built with them: a cuda compute without a model section is a config error (exit 2) on any
     # machine, reported before the device is looked for.
     expect 2 real "$SRC/configs/1f1b.json" --compute cuda --time-scale 0
-    contains "key 'model'"
+    has "key 'model'"
     # The cuda backend runs the mpi model only: a config of the nccl model is refused, named.
     expect 2 real "$SRC/configs/1f1b.json" --backend cuda --time-scale 0 \
       --set comm.semantics=nccl
-    contains "key 'comm.semantics': the cuda backend has MPI's point-to-point semantics"
+    has "key 'comm.semantics': the cuda backend has MPI's point-to-point semantics"
   fi
 fi
-exit $fail
+finish

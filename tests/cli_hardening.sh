@@ -2,26 +2,9 @@
 # The CLI's outputs under hostile conditions (docs/CLI.md, "Exit codes" and "Output files"): trace
 # files through symlinks, special files, long names and signals; stdout full or closed; `check`
 # reporting every file; list options with empty elements; long tokens cut in messages.
-set -u
-fail=0
-pass=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_expect.sh"
 cfg="$SRC/configs/1f1b.json"
-out="$tmp/.out"  # stdout + stderr of the last run (hidden: not counted as a leftover)
 
-bad() { local m="$*"; echo "FAIL: ${m:0:300}"; [ -f "$out" ] && head -c 2000 "$out"; fail=$((fail + 1)); }
-good() { local m="$*"; echo "ok: ${m:0:300}"; pass=$((pass + 1)); }
-# expect CODE ARGS...: runs ppsim, output in $out.
-expect() {
-  local want=$1; shift
-  "$PPSIM" "$@" >"$out" 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then bad "ppsim $* exited $got, expected $want"; else good "ppsim $* -> $got"; fi
-}
-has() {  # has TEXT: the last output contains TEXT
-  if grep -qF -- "$1" "$out"; then good "output has '$1'"; else bad "output lacks '$1'"; fi
-}
 no_leftovers() {  # no_leftovers DIR: no temporary file of ours in DIR
   local left
   left=$(find "$1" -maxdepth 1 -name '.ppsim-*' | head -5)
@@ -219,5 +202,4 @@ expect 2 "$huge"
 expect 2 compare "$cfg" --microbatches "$(printf '1\001\002')"
 has '\x01\x02'
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

@@ -1,11 +1,6 @@
 #!/usr/bin/env bash
 # `ppsim model` and the `model` + `hardware` sections from the command line (docs/MODEL.md): exit
 # codes, the JSON interface, out_of_memory in `check`, a calibration fragment.
-set -u
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-out="$tmp/out"
 source "$(dirname "$0")/cli_expect.sh"
 llama="$SRC/configs/models/llama2-70b.json"
 
@@ -13,7 +8,7 @@ expect 0 model "$llama"
 has "schedules at M=32"
 has "zbv"
 expect 0 model "$llama" --json
-python3 - "$out" <<'PY' || fail=1
+python3 - "$out" <<'PY' || fail=$((fail + 1))
 import json, sys
 j = json.load(open(sys.argv[1]))
 keys = ["stage", "rank", "layers", "params", "static_bytes", "activation_bytes",
@@ -56,4 +51,4 @@ expect 2 model "$llama" --calibration "$tmp/bad.json"
 has "$tmp/bad.json: key 'costs.forward'"
 expect 2 model "$llama" --calibration "$tmp/missing.json"
 has "$tmp/missing.json"
-exit $fail
+finish

@@ -2,29 +2,26 @@
 # `ppsim import-profile` and `--calibration` from the command line (docs/PROFILES.md): the round
 # trip real (host executor) → Kineto traces → import → the same order and costs → a prediction;
 # public traces of non-pipeline jobs refused; bad traces and options exit 2 naming the file.
-set -u
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-out="$tmp/out"
 source "$(dirname "$0")/cli_expect.sh"
 zb="$SRC/configs/zb-h1.json"
 
 expect 0 real "$zb" --time-scale 2ms --profile-trace "$tmp/kt" --json
 cp "$out" "$tmp/real.json"
 [ -f "$tmp/kt/rank0.json" ] && [ -f "$tmp/kt/rank3.json" ] && echo "ok: one trace per rank" ||
-  { echo "FAIL: no traces in $tmp/kt"; fail=1; }
+  bad "no traces in $tmp/kt"
 expect 0 import-profile "$tmp"/kt/rank3.json "$tmp"/kt/rank1.json "$tmp"/kt/rank0.json "$tmp"/kt/rank2.json --json -o "$tmp/frag.json"
 cp "$out" "$tmp/import.json"
 expect 0 export "$zb"
 cp "$out" "$tmp/export.txt"
-python3 - "$tmp/import.json" "$tmp/export.txt" "$tmp/frag.json" <<'PY' || fail=1
+python3 - "$tmp/import.json" "$tmp/export.txt" "$tmp/frag.json" <<'PY' || fail=$((fail + 1))
 import json, re, sys
 j = json.load(open(sys.argv[1]))
 lines = open(sys.argv[2]).read().split("\n")
 for k in ("calibrated", "measured"):
     assert k in j, k
-assert set(j["calibrated"]) == {"costs", "comm"} and {"latency", "bandwidth"} <= set(j["calibrated"]["comm"])
+assert set(j["calibrated"]) == {"costs", "comm", "layout"} and {"latency", "bandwidth"} <= set(j["calibrated"]["comm"])
+assert j["calibrated"]["layout"] == {"stage_ranks": [0, 1, 2, 3]}, j["calibrated"]["layout"]
+assert {"launch_overhead", "start_offset"} <= set(j["calibrated"]["costs"])
 stages = j["calibrated"]["costs"]["per_stage"]
 assert len(stages) == 4 and all({"forward", "backward_input", "backward_weight"} <= set(s) for s in stages.values())
 assert j["measured"]["makespan"] > 0
@@ -43,12 +40,12 @@ print("ok: import-profile keys, ranks, order, fragment")
 PY
 expect 0 import-profile "$tmp"/kt/rank*.json --report "$tmp/report.html" --trace "$tmp/t.json" --svg "$tmp/t.svg"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['traceEvents']) > 100" "$tmp/t.json" &&
-  grep -q '<svg' "$tmp/t.svg" && echo "ok: trace and svg" || { echo "FAIL: trace or svg"; fail=1; }
+  grep -q '<svg' "$tmp/t.svg" && good "trace and svg" || bad "trace or svg"
 has "import-profile: 4 traces, P=4 S=4 M=8"
-grep -q "replayed with its measured costs" "$tmp/report.html" && echo "ok: report" || { echo "FAIL: report"; fail=1; }
+grep -q "replayed with its measured costs" "$tmp/report.html" && good "report" || bad "report"
 # Predict another schedule with the measured costs.
 expect 0 run "$zb" --calibration "$tmp/frag.json" --set schedule.kind=1f1b --json
-python3 - "$out" <<'PY' || fail=1
+python3 - "$out" <<'PY' || fail=$((fail + 1))
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["ok"] and j["schedule"] == "1f1b" and j["makespan"] > 20, j["makespan"]
@@ -90,4 +87,4 @@ has "map.json"
 expect 2 import-profile "$tmp"/kt/rank*.json -o "$tmp/kt/rank0.json"
 expect 2 import-profile "$tmp"/kt/rank*.json --trace "$tmp/kt/rank1.json"
 has "writing it would replace the input"
-exit $fail
+finish

@@ -2,11 +2,6 @@
 # `ppsim search` and `ppsim merge` from the command line (docs/SEARCH.md): exit codes, the JSON
 # interface, the winner as a config and as a PyTorch CSV that simulate to the best's makespan,
 # shards merged = one run, the report.
-set -u
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-out="$tmp/out"
 source "$(dirname "$0")/cli_expect.sh"
 zb="$SRC/configs/zb-h1.json"
 
@@ -16,7 +11,7 @@ has "best per family:"
 has "pareto front"
 expect 0 search "$zb" --memory-limit 4GB --json
 cp "$out" "$tmp/whole.json"
-python3 - "$out" <<'PY' || fail=1
+python3 - "$out" <<'PY' || fail=$((fail + 1))
 import json, sys
 j = json.load(open(sys.argv[1]))
 b = j["best"]
@@ -35,7 +30,7 @@ PY
 # The winner as a runnable config, and as a PyTorch CSV imported back: the best's makespan.
 expect 0 search "$zb" --memory-limit 4GB -o "$tmp/winner.json"
 expect 0 run "$tmp/winner.json" --json
-python3 - "$out" "$tmp/whole.json" <<'PY' || fail=1
+python3 - "$out" "$tmp/whole.json" <<'PY' || fail=$((fail + 1))
 import json, sys
 run, whole = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert run["ok"] and abs(run["makespan"] - whole["best"]["makespan"]) < 1e-9 * run["makespan"], (run["makespan"], whole["best"]["makespan"])
@@ -44,7 +39,7 @@ PY
 expect 0 search "$zb" --memory-limit 4GB -o "$tmp/winner.csv" --format torch-csv --json
 cp "$out" "$tmp/torch.json"
 expect 0 import "$tmp/winner.csv" -o "$tmp/imported.json"
-python3 - "$tmp/imported.json" "$tmp/torch.json" <<'PY' || fail=1
+python3 - "$tmp/imported.json" "$tmp/torch.json" <<'PY' || fail=$((fail + 1))
 import json, sys
 cfg, found = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 # The CSV holds the compute order; PyTorch's lowering adds the communication. Run it with the
@@ -56,7 +51,7 @@ del cfg["comm"]["style"]
 json.dump(cfg, open(sys.argv[1], "w"))
 PY
 expect 0 run "$tmp/imported.json" --json
-python3 - "$out" "$tmp/torch.json" <<'PY' || fail=1
+python3 - "$out" "$tmp/torch.json" <<'PY' || fail=$((fail + 1))
 import json, sys
 run, whole = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 best = whole["best"]
@@ -68,7 +63,7 @@ PY
 # Shards through files and `ppsim merge`: the table of one run.
 for i in 0 1 2; do expect 0 search "$zb" --memory-limit 4GB --shard $i/3 --json; cp "$out" "$tmp/s$i.json"; done
 expect 0 merge "$tmp/s2.json" "$tmp/s0.json" "$tmp/s1.json" --json
-python3 - "$out" "$tmp/whole.json" <<'PY' || fail=1
+python3 - "$out" "$tmp/whole.json" <<'PY' || fail=$((fail + 1))
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert a == b, [k for k in a if a[k] != b.get(k)]
@@ -92,7 +87,7 @@ cp "$out" "$tmp/c_all.json"
 for i in 0 1 2; do expect 0 "${sweep[@]}" --shard $i/3; cp "$out" "$tmp/c$i.json"; done
 expect 0 merge "$tmp/c1.json" "$tmp/c2.json" "$tmp/c0.json" -o "$tmp/c_merged.json"
 cmp -s "$tmp/c_all.json" "$tmp/c_merged.json" && echo "ok: merged compare shards == one compare" ||
-  { echo "FAIL: merged compare shards differ"; fail=1; }
+  bad "merged compare shards differ"
 expect 2 merge "$tmp/c1.json" "$tmp/c2.json"
 has "shard 0 of 3 is missing"
 expect 2 compare "$SRC/configs/1f1b.json" --shard 0/2
@@ -102,7 +97,7 @@ has "--shard"
 
 # The report: the Pareto chart and the winner's timeline.
 expect 0 search "$zb" --memory-limit 4GB --report "$tmp/search.html"
-grep -q 'chart-pareto' "$tmp/search.html" && grep -q '<svg' "$tmp/search.html" && echo "ok: report" || { echo "FAIL: report"; fail=1; }
+grep -q 'chart-pareto' "$tmp/search.html" && grep -q '<svg' "$tmp/search.html" && good "report" || bad "report"
 
 # Bad input: exit 2 naming the option or key, and nothing written.
 expect 2 search "$zb"
@@ -114,7 +109,7 @@ expect 2 search "$zb" --memory-limit 4GB --shard 3/3
 has "--shard"
 expect 2 search "$zb" --memory-limit 4GB --format svg -o "$tmp/x"
 has "--format"
-[ ! -e "$tmp/x" ] && echo "ok: nothing written" || { echo "FAIL: wrote $tmp/x"; fail=1; }
+[ ! -e "$tmp/x" ] && good "nothing written" || bad "wrote $tmp/x"
 expect 2 search "$zb" --memory-limit 4GB -o "$zb"
 expect 2 search "$SRC/configs/zb-h1.json" --memory-limit 4GB --set schedule.ranks=0
 has "schedule.ranks"
@@ -122,8 +117,8 @@ has "schedule.ranks"
 expect 0 search "$zb" --memory-limit 1MB
 has "none finished within the limit"
 expect 2 search "$zb" --memory-limit 1MB -o "$tmp/none.json"
-[ ! -e "$tmp/none.json" ] && echo "ok: nothing written" || { echo "FAIL: wrote none.json"; fail=1; }
+[ ! -e "$tmp/none.json" ] && good "nothing written" || bad "wrote none.json"
 # A model config: the limit defaults to the GPU's memory.
 expect 0 search "$SRC/configs/models/llama3-8b.json"
 has "(hardware.memory_bytes)"
-exit $fail
+finish

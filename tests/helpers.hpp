@@ -1,16 +1,35 @@
 #pragma once
-// Small builders shared by the tests.
+// Small builders and checks shared by the tests.
+#include <catch2/catch.hpp>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "paths.hpp"
+#include "ppsim/config/config.hpp"
+#include "ppsim/config/prepare.hpp"
 #include "ppsim/record/observer.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
+#include "ppsim/schedules/semantics.hpp"
 #include "ppsim/schedules/validation.hpp"
 #include "ppsim/sim/simulator.hpp"
 
 namespace ppsim::test {
+
+// Calls `check` with each bundled config, prepared, its path given as the context of a failure;
+// returns how many there were.
+template <typename F>
+int for_each_bundled_config(F&& check) {
+  int n = 0;
+  for (const auto& path : bundled_configs()) {
+    INFO(path);
+    check(config::prepare(config::load_config(path)));
+    ++n;
+  }
+  return n;
+}
 
 // Every comm style, and the async one at several prefetch depths.
 inline const std::vector<schedules::LoweringOptions>& all_lowerings() {
@@ -57,6 +76,22 @@ inline std::string rank_line(const schedules::Program& p, int rank) {
   return s;
 }
 
+// Rank r's ops as text (rank_line) are `lines[r]`, for each rank r that `lines` lists.
+inline void check_rank_lines(const schedules::Program& p, const std::map<int, std::string>& lines) {
+  for (const auto& [r, line] : lines) {
+    INFO("rank " << r);
+    CHECK(rank_line(p, r) == line);
+  }
+}
+
+// The same for ranks 0 to lines.size() - 1.
+inline void check_rank_lines(const schedules::Program& p, const std::vector<std::string>& lines) {
+  for (std::size_t r = 0; r < lines.size(); ++r) {
+    INFO("rank " << r);
+    CHECK(rank_line(p, static_cast<int>(r)) == lines[r]);
+  }
+}
+
 inline schedules::Program lowered(const std::string& kind, int P, int M, int V = 1,
                                   std::string_view style = "async", int prefetch = 1) {
   schedules::ScheduleParams params{{"ranks", P}, {"microbatches", M}};
@@ -75,6 +110,29 @@ inline sim::SimResult run(const schedules::Program& p, const sim::SimOptions& o)
   return r;
 }
 
+// The cycle of a run that deadlocked in one cycle of two blocked ops.
+inline const std::vector<record::BlockedOp>& two_rank_cycle(const sim::SimResult& r) {
+  REQUIRE(r.deadlock);
+  REQUIRE(r.deadlock->cycles.size() == 1);
+  const auto& c = r.deadlock->cycles[0];
+  REQUIRE(c.size() == 2);
+  return c;
+}
+
+// Each transfer of `p`'s run in `trace` carries the tensor its send names to the receive that
+// names it; `check(transfer, send)` checks the rest, the two ops as context.
+template <typename F>
+void for_each_transfer(const schedules::Program& p, const record::Trace& trace, F&& check) {
+  const schedules::Semantics sem(p);
+  for (const auto& t : trace.transfers) {
+    const schedules::Op& send = p.ops(t.src_rank)[static_cast<std::size_t>(t.src_pos)];
+    const schedules::Op& recv = p.ops(t.dst_rank)[static_cast<std::size_t>(t.dst_pos)];
+    INFO(p.op_text(t.src_rank, send) << " -> " << p.op_text(t.dst_rank, recv));
+    CHECK(sem.tensor_of(send) == sem.tensor_of(recv));
+    check(t, send);
+  }
+}
+
 // Uniform stages, free communication.
 inline sim::SimOptions uniform(int stages, double f, double b) {
   sim::SimOptions o;
@@ -85,6 +143,22 @@ inline sim::SimOptions uniform(int stages, double f, double b) {
   c.backward_weight = b / 2;
   o.costs = sim::CostModel::uniform(stages, c);
   return o;
+}
+
+// Random durations: each stage's F, I and W in [lo, hi) (B = I + W), a latency in [0, max_latency)
+// or none, a bandwidth in [10, 1000) or none.
+inline void random_costs(sim::SimOptions& o, std::mt19937& rng, double lo, double hi,
+                         double max_latency) {
+  auto pick = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  auto real = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  for (auto& st : o.costs.stages) {
+    st.forward = real(lo, hi);
+    st.backward_input = real(lo, hi);
+    st.backward_weight = real(lo, hi);
+    st.backward = st.backward_input + st.backward_weight;
+  }
+  o.network.latency = pick(0, 1) ? real(0, max_latency) : 0.0;
+  o.network.bandwidth = pick(0, 1) ? real(10, 1000) : 0.0;
 }
 
 // A random small program and model: a registered schedule at one of its test parameter sets,
@@ -100,9 +174,6 @@ struct RandomCase {
 // under comm.semantics nccl.
 inline RandomCase random_case(std::mt19937& rng, bool groups = false) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto real = [&](double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  };
   const auto& generators = schedules::Registry::instance().all();
   const auto& lowerings = all_lowerings();
   while (true) {
@@ -126,14 +197,7 @@ inline RandomCase random_case(std::mt19937& rng, bool groups = false) {
     }
     if (schedules::has_fatal(schedules::validate(p))) continue;
     sim::SimOptions o = uniform(p.stages(), 1, 2);
-    for (auto& st : o.costs.stages) {
-      st.forward = real(0.1, 5);
-      st.backward_input = real(0.1, 5);
-      st.backward_weight = real(0.1, 5);
-      st.backward = st.backward_input + st.backward_weight;
-    }
-    o.network.latency = pick(0, 1) ? real(0, 2) : 0.0;
-    o.network.bandwidth = pick(0, 1) ? real(10, 1000) : 0.0;
+    random_costs(o, rng, 0.1, 5, 2);
     o.network.boundary_bytes = pick(0, 1000);
     o.network.eager_limit = pick(0, 1) ? pick(0, 1000) : 0;
     o.network.matching = pick(0, 1) ? model::Matching::tag : model::Matching::fifo;

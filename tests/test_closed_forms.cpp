@@ -9,51 +9,51 @@ using CommStyle = std::string_view;
 namespace {
 constexpr CommStyle kAllStyles[] = {"blocking", "async-send", "batched", "async"};
 constexpr CommStyle kDeadlockFreeStyles[] = {"async-send", "batched", "async"};
-}  // namespace
 
-TEST_CASE("closed_forms.gpipe_bubble_fraction_p_1", "[closed_form][gpipe]") {
-  // GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every comm style
-  const double F = 1.0, B = 2.0;
-  for (CommStyle style : kAllStyles) {
+// `kind` in each of `styles` for P = 1..8 and M = 1..max_m at uniform costs F and B runs in the
+// fill-and-drain time: makespan (M+P-1)(F+B), bubble_fraction (P-1)/(M+P-1). `check(r, P, M)`
+// checks the rest.
+template <typename Styles, typename Check>
+void check_fill_drain(const char* kind, const Styles& styles, int max_m, double F, double B,
+                      Check&& check) {
+  for (CommStyle style : styles) {
     for (int P = 1; P <= 8; ++P) {
-      for (int M = 1; M <= 12; ++M) {
-        const auto prog = test::lowered("gpipe", P, M, 1, style);
+      for (int M = 1; M <= max_m; ++M) {
+        const auto prog = test::lowered(kind, P, M, 1, style);
         const auto r = sim::simulate(prog, test::uniform(P, F, B));
         INFO("style=" << style << " P=" << P << " M=" << M);
         REQUIRE_FALSE(r.deadlock);
         CHECK(r.makespan == Approx((M + P - 1) * (F + B)));
         CHECK(r.bubble_fraction == Approx(double(P - 1) / (M + P - 1)).margin(1e-12));
-        for (const auto& m : r.per_rank)
-          CHECK(m.peak_inflight == M);  // GPipe holds every microbatch
+        check(r, P, M);
       }
     }
   }
+}
+}  // namespace
+
+TEST_CASE("closed_forms.gpipe_bubble_fraction_p_1", "[closed_form][gpipe]") {
+  // GPipe bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), every comm style
+  check_fill_drain("gpipe", kAllStyles, 12, 1.0, 2.0, [](const sim::SimResult& r, int, int M) {
+    for (const auto& m : r.per_rank) CHECK(m.peak_inflight == M);  // GPipe holds every microbatch
+  });
 }
 
 TEST_CASE("closed_forms.1f1b_bubble_fraction_p_1", "[closed_form][1f1b]") {
   // 1F1B bubble_fraction = (P-1)/(M+P-1), makespan = (M+P-1)(F+B), peak in-flight on rank r =
   // min(P-r, M)
   const double F = 1.5, B = 3.0;
-  for (CommStyle style : kDeadlockFreeStyles) {
-    for (int P = 1; P <= 8; ++P) {
-      for (int M = 1; M <= 16; ++M) {
-        const auto prog = test::lowered("1f1b", P, M, 1, style);
-        const auto r = sim::simulate(prog, test::uniform(P, F, B));
-        INFO("style=" << style << " P=" << P << " M=" << M);
-        REQUIRE_FALSE(r.deadlock);
-        REQUIRE(r.errors.empty());
-        CHECK(r.makespan == Approx((M + P - 1) * (F + B)));
-        CHECK(r.bubble_fraction == Approx(double(P - 1) / (M + P - 1)).margin(1e-12));
-        // bubble relative to the ideal M(F+B) (Megatron's convention) = (P-1)/M
-        CHECK(r.bubble_vs_ideal == Approx(double(P - 1) / M).margin(1e-12));
-        for (const auto& m : r.per_rank) {
-          CHECK(m.peak_inflight == std::min(P - m.rank, M));
-          CHECK(m.busy == Approx(M * (F + B)));
-          CHECK(m.idle == Approx(r.makespan - m.busy));
-        }
-      }
+  const auto rest = [&](const sim::SimResult& r, int P, int M) {
+    REQUIRE(r.errors.empty());
+    // bubble relative to the ideal M(F+B) (Megatron's convention) = (P-1)/M
+    CHECK(r.bubble_vs_ideal == Approx(double(P - 1) / M).margin(1e-12));
+    for (const auto& m : r.per_rank) {
+      CHECK(m.peak_inflight == std::min(P - m.rank, M));
+      CHECK(m.busy == Approx(M * (F + B)));
+      CHECK(m.idle == Approx(r.makespan - m.busy));
     }
-  }
+  };
+  check_fill_drain("1f1b", kDeadlockFreeStyles, 16, F, B, rest);
 }
 
 // Only the async lowering runs interleaved programs: the others deadlock (test_deadlock.cpp).

@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "error_of.hpp"
+#include "config_test.hpp"
 #include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/record/run_record.hpp"
@@ -18,14 +18,7 @@
 
 namespace {
 
-using namespace ppsim;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
-using nlohmann::json;
-
-const std::string kSource = "cfg.json";
-
-using test::error_of;
+using namespace ppsim::test::config_test;
 
 // A temporary file removed at the end of the test.
 class TempFile {
@@ -46,10 +39,6 @@ class TempFile {
  private:
   std::filesystem::path path_;
 };
-
-json minimal() {
-  return json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}})");
-}
 
 // `base` with the value at a path of object keys ("/comm/style") set, objects created on the way.
 json with(json base, const std::string& path, json value) {
@@ -89,6 +78,23 @@ config::Prepared build(const json& j) {
     CHECK_THAT(e_.what(), StartsWith(kSource + ": key '" + std::string(key_) + "': ") && \
                               Contains(expected_));                                      \
   } while (false)
+
+namespace {
+// A value at a path of the minimal config that reading it refuses: the error names `key` and says
+// `expected`.
+struct Rejected {
+  std::string path;
+  json value;
+  std::string key;
+  std::string expected;
+};
+void check_rejected(const std::vector<Rejected>& cases) {
+  for (const Rejected& c : cases) {
+    INFO(c.path << " = " << c.value.dump());
+    CHECK_CONFIG_ERROR(parse(with(minimal(), c.path, c.value)), c.key, c.expected);
+  }
+}
+}  // namespace
 
 TEST_CASE("config.malformed_json_reported_file_line", "[config]") {
   // malformed JSON is reported as file:line:column
@@ -150,19 +156,17 @@ TEST_CASE("config.top_level_must_object", "[config]") {
 
 TEST_CASE("config.unknown_key_rejected_level_listing", "[config]") {
   // an unknown key is rejected at every level, listing the known ones
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedul", 1)), "schedul",
-                     "unknown key; known keys here:");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/rank", 4)), "schedule.rank",
-                     "known keys here:");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/rank", 4)), "schedule.rank", "ranks");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/fwd", 1.0)), "costs.fwd", "known keys here:");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/fwd", 1.0)), "costs.fwd", "forward");
-  CHECK_CONFIG_ERROR(
-      parse(with(minimal(), "/costs/per_stage/1/fwd", 1.0)), "costs.per_stage.1.fwd",
-      "unknown key; known keys here: backward, backward_input, backward_weight, forward");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/styl", "async")), "comm.styl", "style");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/memory/activations", 1)), "memory.activations",
-                     "activation_bytes");
+  check_rejected({
+      {"/schedul", 1, "schedul", "unknown key; known keys here:"},
+      {"/schedule/rank", 4, "schedule.rank", "known keys here:"},
+      {"/schedule/rank", 4, "schedule.rank", "ranks"},
+      {"/costs/fwd", 1.0, "costs.fwd", "known keys here:"},
+      {"/costs/fwd", 1.0, "costs.fwd", "forward"},
+      {"/costs/per_stage/1/fwd", 1.0, "costs.per_stage.1.fwd",
+       "unknown key; known keys here: backward, backward_input, backward_weight, forward"},
+      {"/comm/styl", "async", "comm.styl", "style"},
+      {"/memory/activations", 1, "memory.activations", "activation_bytes"},
+  });
 }
 
 TEST_CASE("config.schedule_kind_ranks_microbatches_required", "[config]") {
@@ -193,74 +197,53 @@ TEST_CASE("config.unknown_schedule_kind_lists_known", "[config]") {
 
 TEST_CASE("config.values_wrong_type_name_key", "[config]") {
   // values of the wrong type name the key and the expected type
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/ranks", "4")), "schedule.ranks",
-                     "expected an integer >= 1, got string \"4\"");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/ranks", 4.5)), "schedule.ranks",
-                     "expected an integer");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/microbatches", 8.0)), "schedule.microbatches",
-                     "expected an integer >= 1, got number");
-  // 1f1b declares chunks with range [1, 1]: the only value it takes is what it expects.
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/chunks", true)), "schedule.chunks",
-                     "expected 1 (1f1b takes only 1), got boolean true");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/kind", 1)), "schedule.kind",
-                     "expected a string");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule", json::array())), "schedule",
-                     "expected an object");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/forward", "1.0")), "costs.forward",
-                     "expected a number, got string");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage", json::array())), "costs.per_stage",
-                     "expected an object");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/0", 1.0)), "costs.per_stage.0",
-                     "expected an object");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/latency", "fast")), "comm.latency",
-                     "expected a number");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/style", 3)), "comm.style", "expected a string");
-  CHECK_CONFIG_ERROR(
-      parse(with(minimal(), "/comm/style", "telepathy")), "comm.style",
-      "expected one of async, async-send, batched, blocking, megatron, torch, got \"telepathy\"");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/matching", "lifo")), "comm.matching",
-                     "expected one of tag, fifo");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/boundary_bytes", 1.5)), "comm.boundary_bytes",
-                     "expected a whole number of bytes >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/memory/deallocate_outputs", 1)),
-                     "memory.deallocate_outputs", "expected true or false, got number 1");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/memory/static_bytes", "1GB")), "memory.static_bytes",
-                     "expected a whole number of bytes");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/time_unit", "minutes")), "time_unit",
-                     "expected one of s, ms, us, ns");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/name", 7)), "name", "expected a string");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm", "async")), "comm", "expected an object");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/memory", 0)), "memory", "expected an object");
+  check_rejected({
+      {"/schedule/ranks", "4", "schedule.ranks", "expected an integer >= 1, got string \"4\""},
+      {"/schedule/ranks", 4.5, "schedule.ranks", "expected an integer"},
+      {"/schedule/microbatches", 8.0, "schedule.microbatches",
+       "expected an integer >= 1, got number"},
+      // 1f1b declares chunks with range [1, 1]: the only value it takes is what it expects.
+      {"/schedule/chunks", true, "schedule.chunks",
+       "expected 1 (1f1b takes only 1), got boolean true"},
+      {"/schedule/kind", 1, "schedule.kind", "expected a string"},
+      {"/schedule", json::array(), "schedule", "expected an object"},
+      {"/costs/forward", "1.0", "costs.forward", "expected a number, got string"},
+      {"/costs/per_stage", json::array(), "costs.per_stage", "expected an object"},
+      {"/costs/per_stage/0", 1.0, "costs.per_stage.0", "expected an object"},
+      {"/comm/latency", "fast", "comm.latency", "expected a number"},
+      {"/comm/style", 3, "comm.style", "expected a string"},
+      {"/comm/style", "telepathy", "comm.style",
+       "expected one of async, async-send, batched, blocking, megatron, torch, got \"telepathy\""},
+      {"/comm/matching", "lifo", "comm.matching", "expected one of tag, fifo"},
+      {"/comm/boundary_bytes", 1.5, "comm.boundary_bytes", "expected a whole number of bytes >= 0"},
+      {"/memory/deallocate_outputs", 1, "memory.deallocate_outputs",
+       "expected true or false, got number 1"},
+      {"/memory/static_bytes", "1GB", "memory.static_bytes", "expected a whole number of bytes"},
+      {"/time_unit", "minutes", "time_unit", "expected one of s, ms, us, ns"},
+      {"/name", 7, "name", "expected a string"},
+      {"/comm", "async", "comm", "expected an object"},
+      {"/memory", 0, "memory", "expected an object"},
+  });
 }
 
 TEST_CASE("config.negative_costs_latency_bandwidth_sizes", "[config]") {
   // negative costs, latency, bandwidth and sizes are rejected
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/forward", -1.0)), "costs.forward",
-                     "expected a number >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/backward", -2)), "costs.backward",
-                     "expected a number >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/backward_input", -0.5)), "costs.backward_input",
-                     ">= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/backward_weight", -0.5)),
-                     "costs.backward_weight", ">= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/2/forward", -1)),
-                     "costs.per_stage.2.forward", "expected a number >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/latency", -0.05)), "comm.latency",
-                     "expected a number >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/bandwidth", -1e9)), "comm.bandwidth",
-                     "expected a number >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/boundary_bytes", -1)), "comm.boundary_bytes",
-                     "expected a whole number of bytes >= 0, got number -1");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/comm/eager_limit", -1)), "comm.eager_limit",
-                     "bytes >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/memory/activation_bytes", -1)),
-                     "memory.activation_bytes", "bytes >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/memory/static_bytes", -4096)), "memory.static_bytes",
-                     "bytes >= 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/ranks", 0)), "schedule.ranks",
-                     "expected an integer >= 1, got number 0");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/schedule/microbatches", -8)), "schedule.microbatches",
-                     "expected an integer >= 1");
+  check_rejected({
+      {"/costs/forward", -1.0, "costs.forward", "expected a number >= 0"},
+      {"/costs/backward", -2, "costs.backward", "expected a number >= 0"},
+      {"/costs/backward_input", -0.5, "costs.backward_input", ">= 0"},
+      {"/costs/backward_weight", -0.5, "costs.backward_weight", ">= 0"},
+      {"/costs/per_stage/2/forward", -1, "costs.per_stage.2.forward", "expected a number >= 0"},
+      {"/comm/latency", -0.05, "comm.latency", "expected a number >= 0"},
+      {"/comm/bandwidth", -1e9, "comm.bandwidth", "expected a number >= 0"},
+      {"/comm/boundary_bytes", -1, "comm.boundary_bytes",
+       "expected a whole number of bytes >= 0, got number -1"},
+      {"/comm/eager_limit", -1, "comm.eager_limit", "bytes >= 0"},
+      {"/memory/activation_bytes", -1, "memory.activation_bytes", "bytes >= 0"},
+      {"/memory/static_bytes", -4096, "memory.static_bytes", "bytes >= 0"},
+      {"/schedule/ranks", 0, "schedule.ranks", "expected an integer >= 1, got number 0"},
+      {"/schedule/microbatches", -8, "schedule.microbatches", "expected an integer >= 1"},
+  });
 }
 
 TEST_CASE("config.parameters_generator_rejects_become_errors", "[config]") {
@@ -332,14 +315,21 @@ TEST_CASE("config.both_halves_none_b_i", "[config]") {
 
 TEST_CASE("config.costs_per_stage_keys_stage", "[config]") {
   // costs.per_stage keys are stage numbers inside the schedule
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/first", {{"forward", 1.0}})),
-                     "costs.per_stage.first", "expected a stage number as key");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/-1", {{"forward", 1.0}})),
-                     "costs.per_stage.-1", "expected a stage number");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/1.5", {{"forward", 1.0}})),
-                     "costs.per_stage.1.5", "expected a stage number");
-  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/per_stage/99999999999", {{"forward", 1.0}})),
-                     "costs.per_stage.99999999999", "expected a stage number");
+  check_rejected({
+      {"/costs/per_stage/first",
+       {{"forward", 1.0}},
+       "costs.per_stage.first",
+       "expected a stage number as key"},
+      {"/costs/per_stage/-1", {{"forward", 1.0}}, "costs.per_stage.-1", "expected a stage number"},
+      {"/costs/per_stage/1.5",
+       {{"forward", 1.0}},
+       "costs.per_stage.1.5",
+       "expected a stage number"},
+      {"/costs/per_stage/99999999999",
+       {{"forward", 1.0}},
+       "costs.per_stage.99999999999",
+       "expected a stage number"},
+  });
   // 1f1b with P = 4 has stages 0..3.
   CHECK_CONFIG_ERROR(build(with(minimal(), "/costs/per_stage/4", {{"forward", 1.0}})),
                      "costs.per_stage.4", "stage out of range: the schedule has stages 0..3");

@@ -17,6 +17,23 @@ std::string cycle_text(const record::Deadlock& d) {
       s += std::to_string(b.rank) + ":" + b.op + "->" + std::to_string(b.peer) + " ";
   return s;
 }
+// A program in the text form on two stages of uniform cost (F = 1, B = 2), free communication.
+sim::SimResult simulate_text(const std::string& text) {
+  return sim::simulate(schedules::Program::parse(text), test::uniform(2, 1, 2));
+}
+// The one op of a deadlocked run that waits on a finished rank, with no cycle: `op` on `rank`,
+// waiting on `peer`.
+const record::BlockedOp& only_unmatched(const sim::SimResult& r, int rank, const std::string& op,
+                                        int peer) {
+  REQUIRE(r.deadlock);
+  CHECK(r.deadlock->cycles.empty());
+  REQUIRE(r.deadlock->unmatched.size() == 1);
+  const auto& u = r.deadlock->unmatched[0];
+  CHECK(u.rank == rank);
+  CHECK(u.op == op);
+  CHECK(u.peer == peer);
+  return u;
+}
 bool has_error(const sim::SimResult& r, const std::string& kind) {
   for (const auto& e : r.errors)
     if (e.kind == kind) return true;
@@ -32,10 +49,7 @@ TEST_CASE("deadlock.1f1b_blocking_sends_deadlocks_ranks", "[deadlock]") {
       o.network.boundary_bytes = 1 << 20;
       const auto r = sim::simulate(test::lowered("1f1b", P, M, 1, "blocking"), o);
       INFO("P=" << P << " M=" << M);
-      REQUIRE(r.deadlock);
-      REQUIRE(r.deadlock->cycles.size() == 1);
-      const auto& c = r.deadlock->cycles[0];
-      REQUIRE(c.size() == 2);
+      const auto& c = test::two_rank_cycle(r);
       // rank P-2 blocked in SEND_F of microbatch 1 -> rank P-1; rank P-1 in SEND_B of microbatch 0
       // -> P-2
       CHECK(c[0].rank == P - 2);
@@ -120,30 +134,19 @@ TEST_CASE("deadlock.eager_sends_larger_eager_limit", "[deadlock][eager]") {
 TEST_CASE("deadlock.receive_whose_sender_has_finished", "[deadlock]") {
   // A receive whose sender has finished is reported as unmatched, not as a cycle
   // Rank 1 expects the activation of microbatch 1 too, but rank 0 only sends microbatch 0.
-  const auto prog = schedules::Program::parse(
+  const auto r = simulate_text(
       "0F0,0SEND_F0,0F1\n"
       "1RECV_F0,1F0,1RECV_F1,1F1\n");
-  const auto r = sim::simulate(prog, test::uniform(2, 1, 2));
-  REQUIRE(r.deadlock);
-  CHECK(r.deadlock->cycles.empty());
-  REQUIRE(r.deadlock->unmatched.size() == 1);
-  CHECK(r.deadlock->unmatched[0].rank == 1);
-  CHECK(r.deadlock->unmatched[0].op == "1RECV_F1");
-  CHECK(r.deadlock->unmatched[0].peer == 0);
-  CHECK(r.deadlock->unmatched[0].position == 2);
+  CHECK(only_unmatched(r, 1, "1RECV_F1", 0).position == 2);
 }
 
 TEST_CASE("deadlock.wait_pending_request_names_request", "[deadlock]") {
   // A WAIT on a pending request names the request and its peer
   // Both ranks post async receives and wait on them before sending: a cycle through WAITs.
-  const auto prog = schedules::Program::parse(
+  const auto r = simulate_text(
       "0F0,0RECV_B0#0,WAIT(0),0SEND_F0,0B0\n"
       "1RECV_F0#0,WAIT(0),1F0,1B0,1SEND_B0\n");
-  const auto r = sim::simulate(prog, test::uniform(2, 1, 2));
-  REQUIRE(r.deadlock);
-  REQUIRE(r.deadlock->cycles.size() == 1);
-  const auto& c = r.deadlock->cycles[0];
-  REQUIRE(c.size() == 2);
+  const auto& c = test::two_rank_cycle(r);
   CHECK(c[0].op == "WAIT(0)");
   CHECK(c[0].waiting_for == "0RECV_B0#0");
   CHECK(c[1].waiting_for == "1RECV_F0#0");
@@ -289,15 +292,8 @@ TEST_CASE("deadlock.second_wait_returns_once_also", "[deadlock][requests]") {
 
 TEST_CASE("deadlock.wait_blocked_good_names_only", "[deadlock][requests]") {
   // A WAIT blocked for good names only its pending requests, not one it had waited before
-  const auto prog = schedules::Program::parse(
+  const auto r = simulate_text(
       "0F0,0SEND_F0#0,WAIT(0),0RECV_B0#1,WAIT(0;1),0B0\n"
       "1RECV_F0,1F0,1B0\n");
-  const auto r = sim::simulate(prog, test::uniform(2, 1, 2));
-  REQUIRE(r.deadlock);
-  CHECK(r.deadlock->cycles.empty());
-  REQUIRE(r.deadlock->unmatched.size() == 1);
-  CHECK(r.deadlock->unmatched[0].rank == 0);
-  CHECK(r.deadlock->unmatched[0].op == "WAIT(0;1)");
-  CHECK(r.deadlock->unmatched[0].waiting_for == "0RECV_B0#1");
-  CHECK(r.deadlock->unmatched[0].peer == 1);
+  CHECK(only_unmatched(r, 0, "WAIT(0;1)", 1).waiting_for == "0RECV_B0#1");
 }

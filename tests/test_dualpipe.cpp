@@ -7,7 +7,6 @@
 #include "helpers.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/schedules/error.hpp"
-#include "ppsim/schedules/semantics.hpp"
 #include "ppsim/sim/analysis.hpp"
 
 using namespace ppsim;
@@ -46,33 +45,33 @@ std::vector<Op> flat(const Program& p, int r) {
 TEST_CASE("dualpipe.exact_per_rank_order_dualpipe", "[dualpipe]") {
   // dualpipe: exact per-rank order of DualPipe's eight steps, P=2 M=4, P=4 M=8, P=6 M=12
   const auto p2 = gen(2, 4);
-  CHECK(test::rank_line(p2, 0) == "0F0,3F2,0F1,3B2,(3F3;0B0)OVERLAP_F_B,3B3,0I1,0W1");
-  CHECK(test::rank_line(p2, 1) == "2F2,1F0,2F3,1B0,(1F1;2B2)OVERLAP_F_B,1B1,2I3,2W3");
+  test::check_rank_lines(p2, {{0, "0F0,3F2,0F1,3B2,(3F3;0B0)OVERLAP_F_B,3B3,0I1,0W1"},
+                              {1, "2F2,1F0,2F3,1B0,(1F1;2B2)OVERLAP_F_B,1B1,2I3,2W3"}});
 
   const auto p4 = gen(4, 8);
-  CHECK(test::rank_line(p4, 0) ==
-        "0F0,0F1,0F2,7F4,7I4,7W4,7F5,(0F3;7B5)OVERLAP_F_B,(7F6;0B0)OVERLAP_F_B,7B6,"
-        "(7F7;0B1)OVERLAP_F_B,7B7,0I2,0W2,0I3,0W3");
-  CHECK(test::rank_line(p4, 1) ==
-        "1F0,6F4,1F1,6F5,1F2,6B4,(6F6;1B0)OVERLAP_F_B,(1F3;6B5)OVERLAP_F_B,"
-        "(6F7;1B1)OVERLAP_F_B,6B6,1B2,6I7,1I3,6W7,1W3");
-  CHECK(test::rank_line(p4, 2) ==
-        "5F4,2F0,5F5,2F1,5F6,2B0,(2F2;5B4)OVERLAP_F_B,(5F7;2B1)OVERLAP_F_B,"
-        "(2F3;5B5)OVERLAP_F_B,2B2,5B6,2I3,5I7,2W3,5W7");
-  CHECK(test::rank_line(p4, 3) ==
-        "4F4,4F5,4F6,3F0,3I0,3W0,3F1,(4F7;3B1)OVERLAP_F_B,(3F2;4B4)OVERLAP_F_B,3B2,"
-        "(3F3;4B5)OVERLAP_F_B,3B3,4I6,4W6,4I7,4W7");
+  test::check_rank_lines(p4, {{0,
+                               "0F0,0F1,0F2,7F4,7I4,7W4,7F5,(0F3;7B5)OVERLAP_F_B,(7F6;0B0)OVERLAP_"
+                               "F_B,7B6,(7F7;0B1)OVERLAP_F_B,7B7,0I2,0W2,0I3,0W3"},
+                              {1,
+                               "1F0,6F4,1F1,6F5,1F2,6B4,(6F6;1B0)OVERLAP_F_B,(1F3;6B5)OVERLAP_F_B,("
+                               "6F7;1B1)OVERLAP_F_B,6B6,1B2,6I7,1I3,6W7,1W3"},
+                              {2,
+                               "5F4,2F0,5F5,2F1,5F6,2B0,(2F2;5B4)OVERLAP_F_B,(5F7;2B1)OVERLAP_F_B,("
+                               "2F3;5B5)OVERLAP_F_B,2B2,5B6,2I3,5I7,2W3,5W7"},
+                              {3,
+                               "4F4,4F5,4F6,3F0,3I0,3W0,3F1,(4F7;3B1)OVERLAP_F_B,(3F2;4B4)OVERLAP_"
+                               "F_B,3B2,(3F3;4B5)OVERLAP_F_B,3B3,4I6,4W6,4I7,4W7"}});
   // P=6, M=12: rank 0 runs steps 1, 3, 5 and 7 (h = 0); rank 2 is a middle rank with h = 2 even,
   // so step 6 splits from its second iteration's B0 on.
   const auto p6 = gen(6, 12);
-  CHECK(test::rank_line(p6, 0) ==
-        "0F0,0F1,0F2,0F3,0F4,11F6,11I6,11W6,11F7,11I7,11W7,11F8,(0F5;11B8)OVERLAP_F_B,"
-        "(11F9;0B0)OVERLAP_F_B,11B9,(11F10;0B1)OVERLAP_F_B,11B10,(11F11;0B2)OVERLAP_F_B,11B11,"
-        "0I3,0W3,0I4,0W4,0I5,0W5");
-  CHECK(test::rank_line(p6, 2) ==
-        "2F0,9F6,2F1,9F7,2F2,9F8,2F3,9B6,(9F9;2B0)OVERLAP_F_B,(2F4;9B7)OVERLAP_F_B,"
-        "(9F10;2B1)OVERLAP_F_B,(2F5;9B8)OVERLAP_F_B,(9F11;2B2)OVERLAP_F_B,9B9,2B3,9B10,2I4,9I11,"
-        "2I5,2W4,9W11,2W5");
+  test::check_rank_lines(p6, {{0,
+                               "0F0,0F1,0F2,0F3,0F4,11F6,11I6,11W6,11F7,11I7,11W7,11F8,(0F5;11B8)"
+                               "OVERLAP_F_B,(11F9;0B0)OVERLAP_F_B,11B9,(11F10;0B1)OVERLAP_F_B,"
+                               "11B10,(11F11;0B2)OVERLAP_F_B,11B11,0I3,0W3,0I4,0W4,0I5,0W5"},
+                              {2,
+                               "2F0,9F6,2F1,9F7,2F2,9F8,2F3,9B6,(9F9;2B0)OVERLAP_F_B,(2F4;9B7)"
+                               "OVERLAP_F_B,(9F10;2B1)OVERLAP_F_B,(2F5;9B8)OVERLAP_F_B,(9F11;2B2)"
+                               "OVERLAP_F_B,9B9,2B3,9B10,2I4,9I11,2I5,2W4,9W11,2W5"}});
   // The class name is an alias.
   CHECK(schedules::generate("DualPipe", {{"ranks", 4}, {"microbatches", 8}}).to_text() ==
         p4.to_text());
@@ -218,15 +217,10 @@ TEST_CASE("dualpipe.dualpipe_transfers_follow_microbatch_s", "[dualpipe][routes]
   REQUIRE_FALSE(r.deadlock);
   // Each microbatch crosses P-1 boundaries forward and P-1 backward.
   REQUIRE(trace.transfers.size() == static_cast<std::size_t>(2 * (P - 1) * M));
-  const schedules::Semantics sem(prog);
-  for (const auto& t : trace.transfers) {
-    const Op& send = prog.ops(t.src_rank)[static_cast<std::size_t>(t.src_pos)];
-    const Op& recv = prog.ops(t.dst_rank)[static_cast<std::size_t>(t.dst_pos)];
-    INFO(prog.op_text(t.src_rank, send) << " -> " << prog.op_text(t.dst_rank, recv));
-    CHECK(sem.tensor_of(send) == sem.tensor_of(recv));
+  test::for_each_transfer(prog, trace, [&](const record::TransferEvent& t, const Op& send) {
     const bool down = (send.kind == OpKind::SEND_F) == (send.microbatch < M / 2);
     CHECK(t.dst_rank == t.src_rank + (down ? 1 : -1));
-  }
+  });
 }
 
 // DualPipe posts every transfer with batch_isend_irecv, i.e. asynchronously. Where a send blocks
@@ -252,10 +246,7 @@ TEST_CASE("dualpipe.async_runs_prefetch_styles_rendezvous", "[dualpipe][deadlock
         if (lowering.style == "async") {
           CHECK_FALSE(r.deadlock);
         } else {
-          REQUIRE(r.deadlock);
-          REQUIRE(r.deadlock->cycles.size() == 1);
-          const auto& c = r.deadlock->cycles[0];
-          REQUIRE(c.size() == 2);
+          const auto& c = test::two_rank_cycle(r);
           const int lo = P / 2 - 1, hi = P / 2;
           CHECK(c[0].rank == lo);
           CHECK(c[0].peer == hi);

@@ -42,10 +42,7 @@ TEST_CASE("dualpipev.dualpipev_equals_pytorch_s_artifact", "[dualpipev]") {
   REQUIRE(lines.size() == 4);
   const auto p = dualpipev(4, 10);
   REQUIRE(p.ranks() == 4);
-  for (int r = 0; r < 4; ++r) {
-    INFO("rank " << r);
-    CHECK(test::rank_line(p, r) == lines[static_cast<std::size_t>(r)]);
-  }
+  test::check_rank_lines(p, lines);
   // The text form reads back into the same program (placement inferred: V).
   const auto back = schedules::Program::parse(p.to_text());
   CHECK(back.to_text() == p.to_text());
@@ -60,54 +57,42 @@ TEST_CASE("dualpipev.dualpipev_equals_pytorch_s_artifact", "[dualpipev]") {
 // middle pair on; (W, B0) x (P-r-1); the queued W's).
 TEST_CASE("dualpipev.per_rank_order_equals_pytorch", "[dualpipev]") {
   // dualpipev: per-rank order equals PyTorch's ScheduleDualPipeV for more (P, M)
-  struct Case {
-    int P, M;
-    std::vector<std::string> lines;
-  };
-  const Case cases[] = {
-      {1, 2, {"0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"}},
-      {2,
-       4,
-       {"0F0,0F1,0F2,3F0,3I0,3W0,3F1,(0F3;3B1)OVERLAP_F_B,(3F2;0B0)OVERLAP_F_B,3B2,(3F3;0B1)"
-        "OVERLAP_F_B,3B3,0I2,0W2,0I3,0W3",
-        "1F0,2F0,1F1,2F1,1F2,2B0,(2F2;1B0)OVERLAP_F_B,(1F3;2B1)OVERLAP_F_B,(2F3;1B1)OVERLAP_F_B,"
-        "2B2,1B2,2I3,1I3,2W3,1W3"}},
-      {3,
-       7,
-       {"0F0,0F1,0F2,0F3,0F4,5F0,5I0,5W0,5F1,5I1,5W1,5F2,(0F5;5B2)OVERLAP_F_B,(5F3;0B0)OVERLAP_F_"
-        "B,(0F6;5B3)OVERLAP_F_B,(5F4;0B1)OVERLAP_F_B,5B4,(5F5;0B2)OVERLAP_F_B,5B5,(5F6;0B3)OVERLAP_"
-        "F_B,5B6,0I4,0W4,0I5,0W5,0I6,0W6",
-        "1F0,1F1,1F2,4F0,1F3,4F1,4I0,4W0,4F2,(1F4;4B1)OVERLAP_F_B,(4F3;1B0)OVERLAP_F_B,(1F5;4B2)"
-        "OVERLAP_F_B,(4F4;1B1)OVERLAP_F_B,(1F6;4B3)OVERLAP_F_B,(4F5;1B2)OVERLAP_F_B,4B4,(4F6;1B3)"
-        "OVERLAP_F_B,4B5,1B4,4I6,1I5,4W6,1I6,1W5,1W6",
-        "2F0,3F0,2F1,3F1,2F2,3F2,2F3,3B0,(3F3;2B0)OVERLAP_F_B,(2F4;3B1)OVERLAP_F_B,(3F4;2B1)"
-        "OVERLAP_F_B,(2F5;3B2)OVERLAP_F_B,(3F5;2B2)OVERLAP_F_B,(2F6;3B3)OVERLAP_F_B,(3F6;2B3)"
-        "OVERLAP_F_B,3B4,2B4,3B5,2I5,3I6,2I6,2W5,3W6,2W6"}},
-      {4,
-       8,
-       {"0F0,0F1,0F2,0F3,0F4,0F5,0F6,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,7F3,(0F7;7B3)OVERLAP_F_B,"
-        "(7F4;0B0)OVERLAP_F_B,7B4,(7F5;0B1)OVERLAP_F_B,7B5,(7F6;0B2)OVERLAP_F_B,7B6,(7F7;0B3)"
-        "OVERLAP_F_B,7B7,0I4,0W4,0I5,0W5,0I6,0W6,0I7,0W7",
-        "1F0,1F1,1F2,1F3,1F4,6F0,1F5,6F1,6I0,6W0,6F2,6I1,6W1,6F3,(1F6;6B2)OVERLAP_F_B,(6F4;1B0)"
-        "OVERLAP_F_B,(1F7;6B3)OVERLAP_F_B,(6F5;1B1)OVERLAP_F_B,6B4,(6F6;1B2)OVERLAP_F_B,6B5,(6F7;"
-        "1B3)OVERLAP_F_B,6B6,1B4,6I7,1I5,6W7,1I6,1W5,1I7,1W6,1W7",
-        "2F0,2F1,2F2,5F0,2F3,5F1,2F4,5F2,5I0,5W0,5F3,(2F5;5B1)OVERLAP_F_B,(5F4;2B0)OVERLAP_F_B,("
-        "2F6;"
-        "5B2)OVERLAP_F_B,(5F5;2B1)OVERLAP_F_B,(2F7;5B3)OVERLAP_F_B,(5F6;2B2)OVERLAP_F_B,5B4,(5F7;"
-        "2B3)OVERLAP_F_B,5B5,2B4,5B6,2I5,5I7,2I6,2W5,2I7,5W7,2W6,2W7",
-        "3F0,4F0,3F1,4F1,3F2,4F2,3F3,4F3,3F4,4B0,(4F4;3B0)OVERLAP_F_B,(3F5;4B1)OVERLAP_F_B,(4F5;"
-        "3B1)"
-        "OVERLAP_F_B,(3F6;4B2)OVERLAP_F_B,(4F6;3B2)OVERLAP_F_B,(3F7;4B3)OVERLAP_F_B,(4F7;3B3)"
-        "OVERLAP_F_B,4B4,3B4,4B5,3B5,4I6,3I6,4I7,3I7,4W6,3W6,4W7,3W7"}},
-  };
-  for (const auto& c : cases) {
-    const auto p = dualpipev(c.P, c.M);
-    REQUIRE(p.ranks() == c.P);
-    for (int r = 0; r < c.P; ++r) {
-      INFO("P=" << c.P << " M=" << c.M << " rank " << r);
-      CHECK(test::rank_line(p, r) == c.lines[static_cast<std::size_t>(r)]);
-    }
-  }
+  test::check_v_orders(
+      "dualpipev",
+      {
+          {1, 2, {"0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1"}},
+          {2,
+           4,
+           {"0F0,0F1,0F2,3F0,3I0,3W0,3F1,(0F3;3B1)OVERLAP_F_B,(3F2;0B0)OVERLAP_F_B,3B2,(3F3;0B1)"
+            "OVERLAP_F_B,3B3,0I2,0W2,0I3,0W3",
+            "1F0,2F0,1F1,2F1,1F2,2B0,(2F2;1B0)OVERLAP_F_B,(1F3;2B1)OVERLAP_F_B,(2F3;1B1)OVERLAP_F_"
+            "B,2B2,1B2,2I3,1I3,2W3,1W3"}},
+          {3,
+           7,
+           {"0F0,0F1,0F2,0F3,0F4,5F0,5I0,5W0,5F1,5I1,5W1,5F2,(0F5;5B2)OVERLAP_F_B,(5F3;0B0)OVERLAP_"
+            "F_B,(0F6;5B3)OVERLAP_F_B,(5F4;0B1)OVERLAP_F_B,5B4,(5F5;0B2)OVERLAP_F_B,5B5,(5F6;0B3)"
+            "OVERLAP_F_B,5B6,0I4,0W4,0I5,0W5,0I6,0W6",
+            "1F0,1F1,1F2,4F0,1F3,4F1,4I0,4W0,4F2,(1F4;4B1)OVERLAP_F_B,(4F3;1B0)OVERLAP_F_B,(1F5;"
+            "4B2)OVERLAP_F_B,(4F4;1B1)OVERLAP_F_B,(1F6;4B3)OVERLAP_F_B,(4F5;1B2)OVERLAP_F_B,4B4,("
+            "4F6;1B3)OVERLAP_F_B,4B5,1B4,4I6,1I5,4W6,1I6,1W5,1W6",
+            "2F0,3F0,2F1,3F1,2F2,3F2,2F3,3B0,(3F3;2B0)OVERLAP_F_B,(2F4;3B1)OVERLAP_F_B,(3F4;2B1)"
+            "OVERLAP_F_B,(2F5;3B2)OVERLAP_F_B,(3F5;2B2)OVERLAP_F_B,(2F6;3B3)OVERLAP_F_B,(3F6;2B3)"
+            "OVERLAP_F_B,3B4,2B4,3B5,2I5,3I6,2I6,2W5,3W6,2W6"}},
+          {4,
+           8,
+           {"0F0,0F1,0F2,0F3,0F4,0F5,0F6,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,7F3,(0F7;7B3)OVERLAP_"
+            "F_B,(7F4;0B0)OVERLAP_F_B,7B4,(7F5;0B1)OVERLAP_F_B,7B5,(7F6;0B2)OVERLAP_F_B,7B6,(7F7;"
+            "0B3)OVERLAP_F_B,7B7,0I4,0W4,0I5,0W5,0I6,0W6,0I7,0W7",
+            "1F0,1F1,1F2,1F3,1F4,6F0,1F5,6F1,6I0,6W0,6F2,6I1,6W1,6F3,(1F6;6B2)OVERLAP_F_B,(6F4;1B0)"
+            "OVERLAP_F_B,(1F7;6B3)OVERLAP_F_B,(6F5;1B1)OVERLAP_F_B,6B4,(6F6;1B2)OVERLAP_F_B,6B5,("
+            "6F7;1B3)OVERLAP_F_B,6B6,1B4,6I7,1I5,6W7,1I6,1W5,1I7,1W6,1W7",
+            "2F0,2F1,2F2,5F0,2F3,5F1,2F4,5F2,5I0,5W0,5F3,(2F5;5B1)OVERLAP_F_B,(5F4;2B0)OVERLAP_F_B,"
+            "(2F6;5B2)OVERLAP_F_B,(5F5;2B1)OVERLAP_F_B,(2F7;5B3)OVERLAP_F_B,(5F6;2B2)OVERLAP_F_B,"
+            "5B4,(5F7;2B3)OVERLAP_F_B,5B5,2B4,5B6,2I5,5I7,2I6,2W5,2I7,5W7,2W6,2W7",
+            "3F0,4F0,3F1,4F1,3F2,4F2,3F3,4F3,3F4,4B0,(4F4;3B0)OVERLAP_F_B,(3F5;4B1)OVERLAP_F_B,("
+            "4F5;3B1)OVERLAP_F_B,(3F6;4B2)OVERLAP_F_B,(4F6;3B2)OVERLAP_F_B,(3F7;4B3)OVERLAP_F_B,("
+            "4F7;3B3)OVERLAP_F_B,4B4,3B4,4B5,3B5,4I6,3I6,4I7,3I7,4W6,3W6,4W7,3W7"}},
+      });
 }
 
 TEST_CASE("dualpipev.stage_microbatch_rank_runs_f", "[dualpipev]") {
@@ -165,11 +150,7 @@ TEST_CASE("dualpipev.activation_peak_per_rank_2p", "[dualpipev][memory]") {
   for (std::int64_t weight_stash : {std::int64_t{0}, A / 2, A}) {
     for (int P = 1; P <= 8; ++P) {
       for (int M : {2 * P, 2 * P + 1, 3 * P, 4 * P}) {
-        auto o = test::uniform(2 * P, 1, 2);
-        o.memory.activation_bytes = A;
-        o.memory.weight_stash_bytes = weight_stash;
-        o.memory.static_bytes = S;
-        const auto r = sim::simulate(test::lowered("dualpipev", P, M, 2), o);
+        const auto r = test::simulate_v_memory("dualpipev", P, M, A, weight_stash, S);
         INFO("P=" << P << " M=" << M << " weight_stash=" << weight_stash);
         REQUIRE_FALSE(r.deadlock);
         for (const auto& m : r.per_rank) CHECK(m.peak_memory_bytes == 2 * S + (2 * P + 1) * A);
@@ -234,40 +215,14 @@ TEST_CASE("dualpipev.idle_per_rank_unequal_costs", "[dualpipev][closed_form]") {
 TEST_CASE("dualpipev.only_async_style_runs_blocking", "[dualpipev][deadlock]") {
   // dualpipev: only the async style runs it, blocking, async-send and batched deadlock between
   // ranks P-2 and P-1 (stage P-2's forward of microbatch 1 against stage P's of microbatch 0)
-  for (const auto& lowering : test::all_lowerings()) {
-    for (int P = 1; P <= 6; ++P) {
-      for (int M : {2 * P, 2 * P + 1, 3 * P + 1}) {
-        const auto compute = dualpipev(P, M);
-        if (!test::accepts(lowering, compute)) continue;  // megatron models 1F1B only
-        const auto prog = schedules::lower(compute, lowering);
-        const auto r = test::run(prog, test::uniform(2 * P, 1, 2));
-        INFO(test::describe(lowering) << " P=" << P << " M=" << M);
-        CHECK(r.errors.empty());
-        if (lowering.style == "async" || P == 1) {
-          CHECK_FALSE(r.deadlock);
-          continue;
-        }
-        REQUIRE(r.deadlock);
-        test::check_v_forward_cycle(*r.deadlock, P, M);
-      }
-    }
-  }
+  for (int P = 1; P <= 6; ++P)
+    for (int M : {2 * P, 2 * P + 1, 3 * P + 1}) test::check_v_lowerings("dualpipev", P, M);
 }
 
-// Stage P-1 and stage P share rank P-1, so of the 2P-1 stage boundaries 2P-2 cross ranks, each
-// once forward and once backward per microbatch.
 TEST_CASE("dualpipev.comm_bytes_2_2p_2", "[dualpipev]") {
   // dualpipev: comm_bytes = 2 * (2P-2) * M * boundary_bytes
-  for (int P = 1; P <= 6; ++P) {
-    for (int M : {2 * P, 3 * P}) {
-      auto o = test::uniform(2 * P, 1, 2);
-      o.network.boundary_bytes = 1000;
-      const auto r = sim::simulate(test::lowered("dualpipev", P, M, 2), o);
-      INFO("P=" << P << " M=" << M);
-      REQUIRE_FALSE(r.deadlock);
-      CHECK(r.comm_bytes == 2 * (2 * P - 2) * M * 1000);
-    }
-  }
+  for (int P = 1; P <= 6; ++P)
+    for (int M : {2 * P, 3 * P}) test::check_v_comm_bytes("dualpipev", P, M);
 }
 
 TEST_CASE("dualpipev.dualpipev_refuses_m_2p_chunks", "[dualpipev]") {

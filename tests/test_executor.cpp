@@ -128,19 +128,13 @@ void check_agreement(const record::RunRecord& predicted, const real::Execution& 
 TEST_CASE("executor.executor_simulator_agree_bundled_config", "[real][threads][golden]") {
   // Executor and simulator agree on every bundled config (verdict, stuck ops, hazards, in-flight
   // and, where program order fixes it, memory peaks)
-  const fs::path root = PPSIM_SOURCE_DIR;
-  int configs = 0;
-  for (const auto& e : fs::directory_iterator(root / "configs")) {
-    if (e.path().extension() != ".json") continue;
-    INFO(e.path().string());
-    const config::Prepared prep = config::prepare(config::load_config(e.path().string()));
+  const int configs = test::for_each_bundled_config([](const config::Prepared& prep) {
     const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
     // Untimed: the verdict and the in-flight peaks do not depend on durations. Memory peaks
     // are compared with the clock running in the [.timing] test below.
     check_agreement(predicted, real::execute(prep, {untimed()}), prep.model,
                     real::memory_follows_program_order(predicted, prep.model));
-    ++configs;
-  }
+  });
   CHECK(configs >= 6);
 }
 
@@ -540,10 +534,7 @@ TEST_CASE("executor.makespan_within_5_simulator_s", "[.timing]") {
   // when the host keeps time (ties resolved by the tie window), else by whole communication
   // buffers moved across an allocation.
   s.iterations = 1;
-  for (const auto& e : fs::directory_iterator(root / "configs")) {
-    if (e.path().extension() != ".json") continue;
-    INFO(e.path().string());
-    const config::Prepared prep = config::prepare(config::load_config(e.path().string()));
+  test::for_each_bundled_config([&](const config::Prepared& prep) {
     const record::RunRecord predicted = sim::analyze(prep, {.trace = true});
     const real::Execution measured = real::execute(prep, {s});
     const bool fixed = real::memory_follows_program_order(predicted, prep.model);
@@ -555,5 +546,5 @@ TEST_CASE("executor.makespan_within_5_simulator_s", "[.timing]") {
       INFO("rank " << r << " differs by " << diff << " B");
       CHECK((buffer > 0 ? diff % buffer == 0 && std::abs(diff) <= 2 * buffer : diff == 0));
     }
-  }
+  });
 }

@@ -20,16 +20,15 @@ schedules::Program gen(const char* kind, int P, int M, int V = 1, int group = 0)
 TEST_CASE("generators.forwards_then_backwards", "[generators]") {
   // gpipe: all forwards then all backwards
   const auto p = gen("gpipe", 3, 3);
-  CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,0B0,0B1,0B2");
-  CHECK(test::rank_line(p, 2) == "2F0,2F1,2F2,2B0,2B1,2B2");
+  test::check_rank_lines(p, {{0, "0F0,0F1,0F2,0B0,0B1,0B2"}, {2, "2F0,2F1,2F2,2B0,2B1,2B2"}});
 }
 
 TEST_CASE("generators.rank_r_warms_up_min", "[generators]") {
   // 1f1b: rank r warms up with min(P-r-1, M) forwards, then alternates F and B, then cools down
   const auto p = gen("1f1b", 4, 6);
-  CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0B3,0B4,0B5");
-  CHECK(test::rank_line(p, 2) == "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2B5");
-  CHECK(test::rank_line(p, 3) == "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5");
+  test::check_rank_lines(p, {{0, "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0F5,0B2,0B3,0B4,0B5"},
+                             {2, "2F0,2F1,2B0,2F2,2B1,2F3,2B2,2F4,2B3,2F5,2B4,2B5"},
+                             {3, "3F0,3B0,3F1,3B1,3F2,3B2,3F3,3B3,3F4,3B4,3F5,3B5"}});
   // Fewer microbatches than the warm-up: the warm-up is capped at M.
   CHECK(test::rank_line(gen("1f1b", 4, 2), 0) == "0F0,0F1,0B0,0B1");
   for (int P = 1; P <= 6; ++P)

@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 
+#include "config_test.hpp"
 #include "error_of.hpp"
 #include "paths.hpp"
 #include "ppsim/config/config.hpp"
@@ -27,22 +28,8 @@
 
 namespace {
 
-using namespace ppsim;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
-using nlohmann::json;
-
-using test::error_of;
-
-schedules::ParseError parse_error_of(const std::string& text) {
-  try {
-    schedules::Program::parse(text);
-  } catch (const schedules::ParseError& e) {
-    return e;
-  }
-  FAIL("no ParseError for: " << text.substr(0, 80));
-  throw std::logic_error("unreachable");
-}
+using namespace ppsim::test::config_test;
+using test::parse_error_of;
 
 // A file (or directory) under a fresh temporary directory, removed with it at the end.
 class TempDir {
@@ -69,10 +56,6 @@ class TempDir {
  private:
   std::filesystem::path dir_;
 };
-
-json minimal() {
-  return json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}})");
-}
 
 // No byte of `s` is a control character or outside ASCII, except those of "…".
 bool printable(const std::string& s) {

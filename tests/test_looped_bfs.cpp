@@ -18,8 +18,8 @@ TEST_CASE("looped_bfs.rank_r_runs_stages_r", "[looped-bfs]") {
   // by chunk in reverse, each chunk's microbatches last first (PyTorch's order)
   // PyTorch's _calculate_single_rank_operations for P=2, V=2, M=3, without its None padding.
   const auto p = gen(2, 3, 2);
-  CHECK(test::rank_line(p, 0) == "0F0,0F1,0F2,2F0,2F1,2F2,2B2,2B1,2B0,0B2,0B1,0B0");
-  CHECK(test::rank_line(p, 1) == "1F0,1F1,1F2,3F0,3F1,3F2,3B2,3B1,3B0,1B2,1B1,1B0");
+  test::check_rank_lines(p, {{0, "0F0,0F1,0F2,2F0,2F1,2F2,2B2,2B1,2B0,0B2,0B1,0B0"},
+                             {1, "1F0,1F1,1F2,3F0,3F1,3F2,3B2,3B1,3B0,1B2,1B1,1B0"}});
   // P=3, V=3, M=2: rank 1 holds stages 1, 4, 7.
   CHECK(test::rank_line(gen(3, 2, 3), 1) == "1F0,1F1,4F0,4F1,7F0,7F1,7B1,7B0,4B1,4B0,1B1,1B0");
   // The alias resolves to the same generator, and the placement is the loop one.

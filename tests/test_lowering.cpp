@@ -10,8 +10,8 @@ using CommStyle = std::string_view;
 TEST_CASE("lowering.receive_right_before_consumer_send", "[lowering]") {
   // blocking: receive right before the consumer, send right after the producer
   const auto p = test::lowered("1f1b", 2, 2, 1, "blocking");
-  CHECK(test::rank_line(p, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
-  CHECK(test::rank_line(p, 1) == "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
+  test::check_rank_lines(p, {{0, "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1"},
+                             {1, "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1"}});
 }
 
 TEST_CASE("lowering.forward_sends_async_waited_end", "[lowering]") {
@@ -39,11 +39,11 @@ TEST_CASE("lowering.receives_posted_prefetch_compute_ops", "[lowering]") {
   // their buffer is reused or freed
   const auto p1 = test::lowered("gpipe", 2, 2, 1, "async", 1);
   // prefetch 1: the receive for compute op i is posted before compute op i-1.
-  CHECK(test::rank_line(p1, 0) ==
-        "0F0,0SEND_F0#0,0RECV_B0#1,0F1,0SEND_F1#2,0RECV_B1#3,WAIT(0;1),0B0,WAIT(2;3),0B1");
-  CHECK(test::rank_line(p1, 1) ==
-        "1RECV_F0#0,1RECV_F1#1,WAIT(0),1F0,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("
-        "3)");
+  test::check_rank_lines(
+      p1, {{0, "0F0,0SEND_F0#0,0RECV_B0#1,0F1,0SEND_F1#2,0RECV_B1#3,WAIT(0;1),0B0,WAIT(2;3),0B1"},
+           {1,
+            "1RECV_F0#0,1RECV_F1#1,WAIT(0),1F0,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,"
+            "WAIT(3)"}});
   const auto p0 = test::lowered("gpipe", 2, 2, 1, "async", 0);
   CHECK(test::rank_line(p0, 1) ==
         "1RECV_F0#0,WAIT(0),1F0,1RECV_F1#1,WAIT(1),1F1,1B0,1SEND_B0#2,WAIT(2),1B1,1SEND_B1#3,WAIT("

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "error_of.hpp"
+#include "config_test.hpp"
 #include "helpers.hpp"
 #include "paths.hpp"
 #include "ppsim/config/config.hpp"
@@ -18,18 +18,11 @@
 
 namespace {
 
-using namespace ppsim;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
-using nlohmann::json;
+using namespace ppsim::test::config_test;
 using schedules::OpKind;
 
-const std::string kSource = "cfg.json";
-
 config::Config with_model(json section) {
-  json j = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}})");
-  j["model"] = std::move(section);
-  return config::parse_config(j, kSource);
+  return config::parse_config(minimal_with("model", std::move(section)), kSource);
 }
 
 real::MlpModel mlp(int h, int f, int s, int b, int layers = 1) {

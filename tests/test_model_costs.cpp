@@ -48,6 +48,16 @@ json llama3_8b() {
           {"sequence_length", 8192}};
 }
 
+// Llama 2 70B in 1F1B on 8 ranks (16 microbatches), tensor parallel 8, sequence parallel and
+// selective recompute: the setting of Megatron's activation memory formula.
+json llama2_70b_on_8() {
+  json m = llama2_70b();
+  m["tensor_parallel"] = 8;
+  m["sequence_parallel"] = true;
+  m["recompute"] = "selective";
+  return base_config(m, {{"kind", "1f1b"}, {"ranks", 8}, {"microbatches", 16}});
+}
+
 double total_params(const config::Prepared& p, int t) {
   double sum = 0;
   for (const auto& s : p.derivation->stages) sum += s.params * t;
@@ -142,11 +152,7 @@ TEST_CASE("model_costs.1f1b_s_first_rank_peaks", "[model-costs]") {
   // compute_activation_memory (sequence parallel + selective, non-interleaved, M >= p):
   // [s·b·h·(18 + 4f/h)·L + 8·s·b·p + s·b·h·p] / t; the simulated rank 0 holds exactly p
   // microbatches' stashes of its stage at its peak.
-  json m = llama2_70b();
-  m["tensor_parallel"] = 8;
-  m["sequence_parallel"] = true;
-  m["recompute"] = "selective";
-  const json j = base_config(m, {{"kind", "1f1b"}, {"ranks", 8}, {"microbatches", 16}});
+  const json j = llama2_70b_on_8();
   const auto rec = sim::analyze(config::parse_config(j, kSource));
   REQUIRE(rec.metrics);
   const double s = 4096, b = 1, h = 8192, f = 28672, L = 80, p = 8, t = 8;
@@ -276,11 +282,7 @@ TEST_CASE("model_costs.given_costs_memory_comm_keys", "[model-costs]") {
 
 TEST_CASE("model_costs.out_memory_byte_less_peak", "[model-costs]") {
   // model: out of memory at one byte less than the peak, ok at the peak
-  json m = llama2_70b();
-  m["tensor_parallel"] = 8;
-  m["sequence_parallel"] = true;
-  m["recompute"] = "selective";
-  const json j = base_config(m, {{"kind", "1f1b"}, {"ranks", 8}, {"microbatches", 16}});
+  const json j = llama2_70b_on_8();
   const auto free = sim::analyze(config::parse_config(j, kSource));
   REQUIRE(free.ok());
   const std::int64_t peak = free.metrics->per_rank[0].peak_memory_bytes;

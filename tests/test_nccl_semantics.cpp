@@ -178,10 +178,6 @@ TEST_CASE("nccl_semantics.program_runs_under_nccl_also", "[nccl][sim][property]"
 TEST_CASE("nccl_semantics.under_nccl_verdict_stuck_ops", "[nccl][sim][property]") {
   // Property: under nccl the verdict and the stuck ops do not depend on op durations
   std::mt19937 rng(20261125);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto real = [&](double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  };
   int hangs = 0;
   for (int i = 0; i < 200; ++i) {
     auto [p, o, name] = test::random_nccl_case(rng);
@@ -190,14 +186,7 @@ TEST_CASE("nccl_semantics.under_nccl_verdict_stuck_ops", "[nccl][sim][property]"
     hangs += bool(base.deadlock);
     for (int trial = 0; trial < 5; ++trial) {
       sim::SimOptions t = o;
-      for (auto& st : t.costs.stages) {
-        st.forward = real(0.01, 10);
-        st.backward_input = real(0.01, 10);
-        st.backward_weight = real(0.01, 10);
-        st.backward = st.backward_input + st.backward_weight;
-      }
-      t.network.latency = pick(0, 1) ? real(0, 3) : 0.0;
-      t.network.bandwidth = pick(0, 1) ? real(10, 1000) : 0.0;
+      test::random_costs(t, rng, 0.01, 10, 3);
       const auto r = sim::simulate(p, t);
       INFO("program " << i << " (" << name << ") trial " << trial << "\n" << p.to_text());
       CHECK((r.deadlock ? r.deadlock->describe() : "ok") == want);

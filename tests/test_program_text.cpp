@@ -6,24 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "error_of.hpp"
 #include "helpers.hpp"
 #include "ppsim/schedules/error.hpp"
 #include "ppsim/schedules/op.hpp"
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/schedules/semantics.hpp"
 
+using namespace ppsim::schedules;
 using CommStyle = std::string_view;
-using ppsim::schedules::LoweringOptions;
-using ppsim::schedules::make_placement;
-using ppsim::schedules::Op;
-using ppsim::schedules::op_text;
-using ppsim::schedules::OpKind;
-using ppsim::schedules::ParseError;
-using ppsim::schedules::PlacementKind;
-using ppsim::schedules::Program;
-using ppsim::schedules::Semantics;
-using ppsim::schedules::StagePlace;
-using ppsim::schedules::TensorId;
 
 namespace {
 
@@ -60,14 +51,15 @@ std::vector<LoweredCase> lowered_cases() {
   return cases;
 }
 
-ParseError parse_error_of(const std::string& text) {
-  try {
-    Program::parse(text);
-  } catch (const ParseError& e) {
-    return e;
-  }
-  FAIL("no ParseError for: " << text);
-  return ParseError(0, 0, "unreachable");
+using ppsim::test::parse_error_of;
+
+// The ParseError of `text`, at `line` and `column`.
+ParseError check_parse_error(const std::string& text, int line, int column) {
+  INFO("text: '" << text << "'");
+  const ParseError e = parse_error_of(text);
+  CHECK(e.line() == line);
+  CHECK(e.column() == column);
+  return e;
 }
 
 }  // namespace
@@ -246,33 +238,18 @@ TEST_CASE("program_text.stage_compute_op_placed_comm", "[program_text]") {
 
 TEST_CASE("program_text.unknown_op_name_points_token", "[program_text]") {
   // ParseError: an unknown op name points at its token (line = rank + 1, 1-based column)
-  const ParseError e = parse_error_of("0F0,0X1");
-  CHECK(e.line() == 1);
-  CHECK(e.column() == 5);
+  const ParseError e = check_parse_error("0F0,0X1", 1, 5);
   CHECK(std::string(e.what()).find("0X1") != std::string::npos);
-
-  const ParseError second_line = parse_error_of("0F0,0SEND_F0\n1RECV_F0,1F0,1Q0");
-  CHECK(second_line.line() == 2);
-  CHECK(second_line.column() == 14);
-
-  const ParseError spaced = parse_error_of("0F0,  0X1");
-  CHECK(spaced.line() == 1);
-  CHECK(spaced.column() == 7);
-
+  check_parse_error("0F0,0SEND_F0\n1RECV_F0,1F0,1Q0", 2, 14);
+  check_parse_error("0F0,  0X1", 1, 7);
   // Comment lines count as lines.
-  const ParseError after_comment = parse_error_of("# comment\n# more\n0F0,0X1");
-  CHECK(after_comment.line() == 3);
-  CHECK(after_comment.column() == 5);
+  check_parse_error("# comment\n# more\n0F0,0X1", 3, 5);
 }
 
 TEST_CASE("program_text.empty_op_between_commas_reported", "[program_text]") {
   // ParseError: an empty op between commas is reported at the empty field
-  const ParseError e = parse_error_of("0F0,,0B0");
-  CHECK(e.line() == 1);
-  CHECK(e.column() == 5);
-  const ParseError leading = parse_error_of(",0F0");
-  CHECK(leading.line() == 1);
-  CHECK(leading.column() == 1);
+  check_parse_error("0F0,,0B0", 1, 5);
+  check_parse_error(",0F0", 1, 1);
 }
 
 TEST_CASE("program_text.wait_needs_more_integer_ids", "[program_text]") {
@@ -289,20 +266,14 @@ TEST_CASE("program_text.wait_needs_more_integer_ids", "[program_text]") {
                                          {"0F0,WAIT", 5},
                                          {"0F0,WAIT(1", 5},
                                          {"WAIT[1]", 1}}) {
-    INFO(c.text);
-    const ParseError e = parse_error_of(c.text);
-    CHECK(e.line() == 1);
-    CHECK(e.column() == c.column);
+    check_parse_error(c.text, 1, c.column);
   }
 }
 
 TEST_CASE("program_text.only_comm_ops_take_request", "[program_text]") {
   // ParseError: only comm ops take a #request id
-  const ParseError e = parse_error_of("0F0#3");
-  CHECK(e.line() == 1);
-  CHECK(e.column() == 1);
-  const ParseError b = parse_error_of("0F0,0B0#1");
-  CHECK(b.column() == 5);
+  check_parse_error("0F0#3", 1, 1);
+  CHECK(parse_error_of("0F0,0B0#1").column() == 5);
   CHECK_NOTHROW(Program::parse("0F0,0SEND_F0#3\n1RECV_F0#0,WAIT(0),1F0\n"));
 }
 
@@ -310,10 +281,7 @@ TEST_CASE("program_text.stage_op_name_microbatch_must", "[program_text]") {
   // ParseError: stage, op name and microbatch must all be present and non-negative
   for (const std::string bad : {"F0", "0F", "0F-1", "0Fx", "-1F0", "0SEND_F", "0SEND_X0",
                                 "0SEND_F0#", "0SEND_F0#x", "0SEND_F0#-2", "0F99999999999"}) {
-    INFO(bad);
-    const ParseError e = parse_error_of("0F0," + bad);
-    CHECK(e.line() == 1);
-    CHECK(e.column() == 5);
+    check_parse_error("0F0," + bad, 1, 5);
   }
 }
 
@@ -328,10 +296,7 @@ TEST_CASE("program_text.stage_whose_compute_ops_appear", "[program_text]") {
 TEST_CASE("program_text.empty_text_only_comments_has", "[program_text]") {
   // ParseError: empty text (or only comments) has no ranks
   for (const std::string text : {"", "\n\n", "# only a comment\n", "   \n"}) {
-    INFO("text: '" << text << "'");
-    const ParseError e = parse_error_of(text);
-    CHECK(e.line() == 1);
-    CHECK(e.column() == 1);
+    check_parse_error(text, 1, 1);
   }
 }
 

@@ -6,7 +6,6 @@
 #include "helpers.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/schedules/error.hpp"
-#include "ppsim/schedules/semantics.hpp"
 #include "ppsim/schedules/validation.hpp"
 #include "ppsim/sim/analysis.hpp"
 
@@ -95,18 +94,13 @@ TEST_CASE("routes.hand_written_bidirectional_2_rank", "[routes]") {
   REQUIRE_FALSE(r.deadlock);
   CHECK(r.errors.empty());
   REQUIRE(trace.transfers.size() == 4);
-  const schedules::Semantics sem(p);
-  for (const auto& t : trace.transfers) {
-    const Op& send = p.ops(t.src_rank)[static_cast<std::size_t>(t.src_pos)];
-    const Op& recv = p.ops(t.dst_rank)[static_cast<std::size_t>(t.dst_pos)];
-    INFO(p.op_text(t.src_rank, send) << " -> " << p.op_text(t.dst_rank, recv));
-    CHECK(sem.tensor_of(send) == sem.tensor_of(recv));
+  test::for_each_transfer(p, trace, [](const record::TransferEvent& t, const Op& send) {
     // Forward activations of microbatch 0 go down (0 -> 1), of microbatch 1 up (1 -> 0); the
     // gradients go the other way.
     const bool down = (send.kind == OpKind::SEND_F) == (send.microbatch == 0);
     CHECK(t.src_rank == (down ? 0 : 1));
     CHECK(t.dst_rank == (down ? 1 : 0));
-  }
+  });
   // Each rank sends one activation and one gradient.
   for (const auto& m : r.per_rank) CHECK(m.sent_bytes == 20);
 }
@@ -116,10 +110,7 @@ TEST_CASE("routes.blocking_bidirectional_program_deadlocks_rank", "[routes][dead
   const Program p = Program::parse(kTwoWayBlocking, two_way_routes());
   CHECK(schedules::validate(p).empty());
   const auto r = sim::simulate(p, test::uniform(4, 1, 2));
-  REQUIRE(r.deadlock);
-  REQUIRE(r.deadlock->cycles.size() == 1);
-  const auto& c = r.deadlock->cycles[0];
-  REQUIRE(c.size() == 2);
+  const auto& c = test::two_rank_cycle(r);
   CHECK(c[0].op == "0SEND_F0");
   CHECK(c[0].peer == 1);
   CHECK(c[1].op == "2SEND_F1");

@@ -2,12 +2,10 @@
 // every bundled config and hundreds of random programs, deadlocked ones included); observers fan
 // out and tolerate one thread per rank; config sections owned by other libraries plug in.
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <random>
 #include <thread>
 
 #include "helpers.hpp"
-#include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/section.hpp"
 #include "ppsim/record/metrics.hpp"
@@ -15,7 +13,6 @@
 #include "ppsim/sim/analysis.hpp"
 
 using namespace ppsim;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -54,12 +51,7 @@ void check_same_metrics(const schedules::Program& p, const sim::SimOptions& o) {
 
 TEST_CASE("run_record.compute_metrics_trace_equals_engine", "[run_record][golden]") {
   // compute_metrics(trace) equals the engine's accumulators on every bundled config
-  const fs::path root = PPSIM_SOURCE_DIR;
-  int configs = 0;
-  for (const auto& e : fs::directory_iterator(root / "configs")) {
-    if (e.path().extension() != ".json") continue;
-    INFO(e.path().string());
-    const config::Prepared prep = config::prepare(config::load_config(e.path().string()));
+  const int configs = test::for_each_bundled_config([](const config::Prepared& prep) {
     check_same_metrics(*prep.program, prep.model);
     // And through the run record, as the CLI gets it.
     const record::RunRecord rec = sim::analyze(prep, {.trace = true});
@@ -67,8 +59,7 @@ TEST_CASE("run_record.compute_metrics_trace_equals_engine", "[run_record][golden
     record::RunMetrics from_trace = record::compute_metrics(*rec.trace, *rec.program);
     with_engine_stash_split(from_trace, *rec.metrics);
     CHECK(from_trace == *rec.metrics);
-    ++configs;
-  }
+  });
   CHECK(configs >= 6);
 }
 

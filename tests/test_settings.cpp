@@ -5,24 +5,16 @@
 #include <stdexcept>
 #include <string>
 
-#include "error_of.hpp"
+#include "config_test.hpp"
 #include "ppsim/config/config.hpp"
 #include "ppsim/real/settings.hpp"
 
 namespace {
 
-using namespace ppsim;
-using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
-using nlohmann::json;
-using test::error_of;
-
-const std::string kSource = "cfg.json";
+using namespace ppsim::test::config_test;
 
 json with_real(json section) {
-  json j = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}})");
-  j["real"] = std::move(section);
-  return j;
+  return minimal_with("real", std::move(section));
 }
 
 real::Settings settings(const json& section) {
@@ -78,8 +70,7 @@ TEST_CASE("settings.most_10_s_wall_clock", "[settings]") {
 TEST_CASE("settings.documented_defaults", "[settings]") {
   // no real section: the documented defaults
   real::register_settings_section();
-  const auto s = real::settings_of(config::parse_config(
-      json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8}})"), kSource));
+  const auto s = real::settings_of(config::parse_config(minimal(), kSource));
   CHECK(s.backend == "host");
   CHECK(s.compute == "emulated");
   CHECK(s.time_scale == Approx(1e-3));

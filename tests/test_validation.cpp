@@ -11,24 +11,19 @@
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/schedules/validation.hpp"
 
+using namespace ppsim::schedules;
 using CommStyle = std::string_view;
-using ppsim::schedules::Diagnostic;
-using ppsim::schedules::has_fatal;
-using ppsim::schedules::LoweringOptions;
-using ppsim::schedules::Op;
-using ppsim::schedules::OpKind;
-using ppsim::schedules::Program;
-using ppsim::schedules::validate;
 
 namespace {
 
-// The fields a test pins down; the message is checked separately where it matters.
+// The fields a test pins down, and the parts the message must hold where it matters.
 struct Expect {
   std::string kind;
   int rank;
   int position;
   std::string op;
   bool fatal;
+  std::vector<std::string> says = {};
 };
 
 std::string describe(const std::vector<Diagnostic>& ds) {
@@ -37,6 +32,10 @@ std::string describe(const std::vector<Diagnostic>& ds) {
     out << "  " << d.kind << " rank=" << d.rank << " pos=" << d.position << " op='" << d.op
         << "' fatal=" << d.fatal << ": " << d.message << "\n";
   return out.str();
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
 }
 
 // The diagnostics must be exactly `expected`, in order.
@@ -51,6 +50,7 @@ void check_diagnostics(const std::vector<Diagnostic>& got, const std::vector<Exp
     CHECK(got[i].op == expected[i].op);
     CHECK(got[i].fatal == expected[i].fatal);
     CHECK_FALSE(got[i].message.empty());
+    for (const std::string& part : expected[i].says) CHECK(contains(got[i].message, part));
   }
   CHECK(has_fatal(got) ==
         std::any_of(expected.begin(), expected.end(), [](const Expect& e) { return e.fatal; }));
@@ -60,8 +60,18 @@ std::vector<Diagnostic> validate_text(const std::string& text) {
   return validate(Program::parse(text));
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
+// A program in the text form and the diagnostics it must have, in a section of its own.
+struct TextCase {
+  std::string section;
+  std::string text;
+  std::vector<Expect> expected;
+};
+void check_sections(const std::vector<TextCase>& cases) {
+  for (const TextCase& c : cases) {
+    DYNAMIC_SECTION(c.section) {
+      check_diagnostics(validate_text(c.text), c.expected);
+    }
+  }
 }
 
 // Two ranks, one stage each, one microbatch, all blocking: the reference clean program.
@@ -89,209 +99,179 @@ TEST_CASE("validation.stage_s_microbatch_m_fatal", "[validation]") {
   Program p = Program::parse(kRank0 + "\n" + kRank1 + "\n");
   SECTION("microbatch beyond M") {
     p.push(0, Op::compute(OpKind::F, 0, 5));
-    const auto ds = validate(p);
-    check_diagnostics(ds, {{"out_of_range", 0, 4, "0F5", true}});
-    CHECK(contains(ds[0].message, "microbatch in [0, 1)"));
+    check_diagnostics(validate(p), {{"out_of_range", 0, 4, "0F5", true, {"microbatch in [0, 1)"}}});
   }
   SECTION("stage beyond S") {
     p.push(1, Op::comm(OpKind::SEND_F, 7, 0));
-    const auto ds = validate(p);
-    check_diagnostics(ds, {{"out_of_range", 1, 4, "7SEND_F0", true}});
-    CHECK(contains(ds[0].message, "stage must be in [0, 2)"));
+    check_diagnostics(validate(p),
+                      {{"out_of_range", 1, 4, "7SEND_F0", true, {"stage must be in [0, 2)"}}});
   }
 }
 
 TEST_CASE("validation.op_naming_stage_placed_another", "[validation]") {
   // validate wrong_rank: an op naming a stage placed on another rank is fatal
   // 0RECV_B0 belongs on rank 0 (stage 0 lives there); rank 1 issues it.
-  const auto ds = validate_text(kRank0 + "\n" + kRank1 + ",0RECV_B0\n");
-  check_diagnostics(ds, {{"wrong_rank", 1, 4, "0RECV_B0", true}});
-  CHECK(contains(ds[0].message, "stage 0 lives on rank 0"));
+  check_diagnostics(validate_text(kRank0 + "\n" + kRank1 + ",0RECV_B0\n"),
+                    {{"wrong_rank", 1, 4, "0RECV_B0", true, {"stage 0 lives on rank 0"}}});
 }
 
 TEST_CASE("validation.comm_op_across_boundary_does", "[validation]") {
   // validate bad_comm: a comm op across a boundary that does not exist is fatal
-  SECTION("RECV_F of the first stage has no previous neighbour") {
-    const auto ds = validate_text("0RECV_F0,0F0,0B0\n");
-    check_diagnostics(ds, {{"bad_comm", 0, 0, "0RECV_F0", true}});
-    CHECK(contains(ds[0].message, "no previous neighbour"));
-  }
-  SECTION("SEND_B of the first stage has no previous neighbour") {
-    check_diagnostics(validate_text("0F0,0B0,0SEND_B0\n"), {{"bad_comm", 0, 2, "0SEND_B0", true}});
-  }
+  check_sections({
+      {"RECV_F of the first stage has no previous neighbour",
+       "0RECV_F0,0F0,0B0\n",
+       {{"bad_comm", 0, 0, "0RECV_F0", true, {"no previous neighbour"}}}},
+      {"SEND_B of the first stage has no previous neighbour",
+       "0F0,0B0,0SEND_B0\n",
+       {{"bad_comm", 0, 2, "0SEND_B0", true}}},
+  });
   SECTION("SEND_F of the last stage has no next neighbour") {
     Program p = Program::parse("0F0,0B0\n");
     p.push(0, Op::comm(OpKind::SEND_F, 0, 0));
-    const auto ds = validate(p);
-    check_diagnostics(ds, {{"bad_comm", 0, 2, "0SEND_F0", true}});
-    CHECK(contains(ds[0].message, "no next neighbour"));
+    check_diagnostics(validate(p), {{"bad_comm", 0, 2, "0SEND_F0", true, {"no next neighbour"}}});
   }
-  SECTION("neighbouring stages on the same rank need no communication") {
-    const auto ds = validate_text("0F0,0SEND_F0,1F0,1B0,0B0\n");
-    check_diagnostics(ds, {{"bad_comm", 0, 1, "0SEND_F0", true}});
-    CHECK(contains(ds[0].message, "same rank 0"));
-  }
+  check_sections({
+      {"neighbouring stages on the same rank need no communication",
+       "0F0,0SEND_F0,1F0,1B0,0B0\n",
+       {{"bad_comm", 0, 1, "0SEND_F0", true, {"same rank 0"}}}},
+  });
 }
 
 TEST_CASE("validation.compute_op_whose_input_comes", "[validation]") {
   // validate missing_receive: a compute op whose input comes from another rank needs a receive
   // before it
-  SECTION("forward without RECV_F") {
-    const auto ds = validate_text(kRank0 + "\n1F0,1B0,1SEND_B0\n");
-    check_diagnostics(
-        ds, {{"missing_receive", 1, 0, "1F0", false}, {"unmatched_send", 0, 1, "0SEND_F0", false}});
-    CHECK(contains(ds[0].message, "activation"));
-    CHECK(contains(ds[1].message, "rank 1 never receives it"));
-  }
-  SECTION("backward without RECV_B") {
-    const auto ds = validate_text("0F0,0SEND_F0,0B0\n" + kRank1 + "\n");
-    check_diagnostics(
-        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, 3, "1SEND_B0", false}});
-    CHECK(contains(ds[0].message, "gradient"));
-  }
-  SECTION("a receive after the consumer does not count") {
-    const auto ds = validate_text(kRank0 + "\n1F0,1RECV_F0,1B0,1SEND_B0\n");
-    check_diagnostics(ds, {{"missing_receive", 1, 0, "1F0", false}});
-  }
+  check_sections({
+      {"forward without RECV_F",
+       kRank0 + "\n1F0,1B0,1SEND_B0\n",
+       {{"missing_receive", 1, 0, "1F0", false, {"activation"}},
+        {"unmatched_send", 0, 1, "0SEND_F0", false, {"rank 1 never receives it"}}}},
+      {"backward without RECV_B",
+       "0F0,0SEND_F0,0B0\n" + kRank1 + "\n",
+       {{"missing_receive", 0, 2, "0B0", false, {"gradient"}},
+        {"unmatched_send", 1, 3, "1SEND_B0", false}}},
+      {"a receive after the consumer does not count",
+       kRank0 + "\n1F0,1RECV_F0,1B0,1SEND_B0\n",
+       {{"missing_receive", 1, 0, "1F0", false}}},
+  });
 }
 
 TEST_CASE("validation.compute_op_may_read_async", "[validation]") {
   // validate read_before_wait: a compute op may not read an async receive's buffer before its WAIT
-  SECTION("forward reads an unwaited RECV_F") {
-    const auto ds = validate_text(kRank0 + "\n1RECV_F0#0,1F0,WAIT(0),1B0,1SEND_B0\n");
-    check_diagnostics(ds, {{"read_before_wait", 1, 1, "1F0", false}});
-    CHECK(contains(ds[0].message, "request #0"));
-  }
-  SECTION("backward reads an unwaited RECV_B") {
-    const auto ds = validate_text("0F0,0SEND_F0,0RECV_B0#3,0B0,WAIT(3)\n" + kRank1 + "\n");
-    check_diagnostics(ds, {{"read_before_wait", 0, 3, "0B0", false}});
-  }
+  check_sections({
+      {"forward reads an unwaited RECV_F",
+       kRank0 + "\n1RECV_F0#0,1F0,WAIT(0),1B0,1SEND_B0\n",
+       {{"read_before_wait", 1, 1, "1F0", false, {"request #0"}}}},
+      {"backward reads an unwaited RECV_B",
+       "0F0,0SEND_F0,0RECV_B0#3,0B0,WAIT(3)\n" + kRank1 + "\n",
+       {{"read_before_wait", 0, 3, "0B0", false}}},
+  });
 }
 
 TEST_CASE("validation.dependencies_must_run_first_f", "[validation]") {
   // validate order: dependencies must run first (F(s-1) before F(s), F before B/I, I before W,
   // producer before its send)
-  SECTION("F(s) before F(s-1) on the same rank") {
-    check_diagnostics(validate_text("1F0,0F0,1B0,0B0\n"), {{"order", 0, 0, "1F0", true}});
-  }
-  SECTION("B before F") {
-    const auto ds = validate_text("0B0,0F0\n");
-    check_diagnostics(ds, {{"order", 0, 0, "0B0", true}});
-    CHECK(contains(ds[0].message, "runs before 0F0"));
-  }
-  SECTION("I before F") {
-    check_diagnostics(validate_text("0I0,0F0,0W0\n"), {{"order", 0, 0, "0I0", true}});
-  }
-  SECTION("B(s) before B(s+1) on the same rank") {
-    check_diagnostics(validate_text("0F0,1F0,0B0,1B0\n"), {{"order", 0, 2, "0B0", true}});
-  }
-  SECTION("W before I") {
-    const auto ds = validate_text("0F0,0W0,0I0\n");
-    check_diagnostics(ds, {{"order", 0, 1, "0W0", true}});
-    CHECK(contains(ds[0].message, "runs before 0I0"));
-  }
-  SECTION("SEND_F before the forward that produces it") {
-    check_diagnostics(validate_text("0SEND_F0,0F0,0RECV_B0,0B0\n" + kRank1 + "\n"),
-                      {{"order", 0, 0, "0SEND_F0", true}});
-  }
-  SECTION("SEND_B before the backward that produces it") {
-    check_diagnostics(validate_text(kRank0 + "\n1RECV_F0,1F0,1SEND_B0,1B0\n"),
-                      {{"order", 1, 2, "1SEND_B0", true}});
-  }
+  check_sections({
+      {"F(s) before F(s-1) on the same rank", "1F0,0F0,1B0,0B0\n", {{"order", 0, 0, "1F0", true}}},
+      {"B before F", "0B0,0F0\n", {{"order", 0, 0, "0B0", true, {"runs before 0F0"}}}},
+      {"I before F", "0I0,0F0,0W0\n", {{"order", 0, 0, "0I0", true}}},
+      {"B(s) before B(s+1) on the same rank", "0F0,1F0,0B0,1B0\n", {{"order", 0, 2, "0B0", true}}},
+      {"W before I", "0F0,0W0,0I0\n", {{"order", 0, 1, "0W0", true, {"runs before 0I0"}}}},
+      {"SEND_F before the forward that produces it",
+       "0SEND_F0,0F0,0RECV_B0,0B0\n" + kRank1 + "\n",
+       {{"order", 0, 0, "0SEND_F0", true}}},
+      {"SEND_B before the backward that produces it",
+       kRank0 + "\n1RECV_F0,1F0,1SEND_B0,1B0\n",
+       {{"order", 1, 2, "1SEND_B0", true}}},
+  });
 }
 
 TEST_CASE("validation.validate_buffer_released_before_wait", "[validation]") {
   // validate buffer_released_before_wait: the backward frees the forward output, so an async
   // SEND_F must be waited first
-  SECTION("full backward") {
-    const auto ds = validate_text("0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n" + kRank1 + "\n");
-    check_diagnostics(ds, {{"buffer_released_before_wait", 0, 3, "0B0", false}});
-    CHECK(contains(ds[0].message, "Cannot lock pointer to unbound buffer"));
-    CHECK(contains(ds[0].message, "request #0"));
-  }
-  SECTION("input-gradient half I") {
-    check_diagnostics(validate_text("0F0,0SEND_F0#0,0RECV_B0,0I0,WAIT(0),0W0\n" + kRank1 + "\n"),
-                      {{"buffer_released_before_wait", 0, 3, "0I0", false}});
-  }
-  SECTION("waited before the backward is fine") {
-    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0),0RECV_B0,0B0\n" + kRank1 + "\n"), {});
-  }
+  check_sections({
+      {"full backward",
+       "0F0,0SEND_F0#0,0RECV_B0,0B0,WAIT(0)\n" + kRank1 + "\n",
+       {{"buffer_released_before_wait",
+         0,
+         3,
+         "0B0",
+         false,
+         {"Cannot lock pointer to unbound buffer", "request #0"}}}},
+      {"input-gradient half I",
+       "0F0,0SEND_F0#0,0RECV_B0,0I0,WAIT(0),0W0\n" + kRank1 + "\n",
+       {{"buffer_released_before_wait", 0, 3, "0I0", false}}},
+      {"waited before the backward is fine",
+       "0F0,0SEND_F0#0,WAIT(0),0RECV_B0,0B0\n" + kRank1 + "\n",
+       {}},
+  });
 }
 
 TEST_CASE("validation.tensor_sent_received_once", "[validation]") {
   // validate duplicate_comm: one tensor is sent (or received) once
-  SECTION("send twice") {
-    check_diagnostics(validate_text("0F0,0SEND_F0,0SEND_F0,0RECV_B0,0B0\n" + kRank1 + "\n"),
-                      {{"duplicate_comm", 0, 2, "0SEND_F0", true}});
-  }
-  SECTION("receive twice, the second async") {
-    check_diagnostics(validate_text(kRank0 + "\n1RECV_F0,1RECV_F0#0,WAIT(0),1F0,1B0,1SEND_B0\n"),
-                      {{"duplicate_comm", 1, 1, "1RECV_F0#0", true},
-                       // The duplicate is dropped, so its request id was never posted.
-                       {"unknown_request", 1, 2, "WAIT(0)", true}});
-  }
+  check_sections({
+      {"send twice",
+       "0F0,0SEND_F0,0SEND_F0,0RECV_B0,0B0\n" + kRank1 + "\n",
+       {{"duplicate_comm", 0, 2, "0SEND_F0", true}}},
+      {"receive twice, the second async",
+       kRank0 + "\n1RECV_F0,1RECV_F0#0,WAIT(0),1F0,1B0,1SEND_B0\n",
+       {{"duplicate_comm", 1, 1, "1RECV_F0#0", true},
+        // The duplicate is dropped, so its request id was never posted.
+        {"unknown_request", 1, 2, "WAIT(0)", true}}},
+  });
 }
 
 TEST_CASE("validation.request_id_names_async_op", "[validation]") {
   // validate duplicate_request: a request id names one async op per rank
-  SECTION("id reused while the first is outstanding") {
-    const auto ds = validate_text("0F0,0SEND_F0#1,0RECV_B0#1,WAIT(1),0B0\n" + kRank1 + "\n");
-    check_diagnostics(ds, {{"duplicate_request", 0, 2, "0RECV_B0#1", true}});
-    CHECK(contains(ds[0].message, "#1 is used twice on rank 0"));
-  }
-  SECTION("id reused after it was waited") {
-    check_diagnostics(
-        validate_text("0F0,0SEND_F0#1,WAIT(1),0RECV_B0#1,WAIT(1),0B0\n" + kRank1 + "\n"),
-        {{"duplicate_request", 0, 3, "0RECV_B0#1", true}, {"double_wait", 0, 4, "WAIT(1)", true}});
-  }
-  SECTION("the same id on two ranks is fine") {
-    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0),0RECV_B0,0B0\n"
-                                    "1RECV_F0#0,WAIT(0),1F0,1B0,1SEND_B0\n"),
-                      {});
-  }
+  check_sections({
+      {"id reused while the first is outstanding",
+       "0F0,0SEND_F0#1,0RECV_B0#1,WAIT(1),0B0\n" + kRank1 + "\n",
+       {{"duplicate_request", 0, 2, "0RECV_B0#1", true, {"#1 is used twice on rank 0"}}}},
+      {"id reused after it was waited",
+       "0F0,0SEND_F0#1,WAIT(1),0RECV_B0#1,WAIT(1),0B0\n" + kRank1 + "\n",
+       {{"duplicate_request", 0, 3, "0RECV_B0#1", true}, {"double_wait", 0, 4, "WAIT(1)", true}}},
+      {"the same id on two ranks is fine",
+       "0F0,0SEND_F0#0,WAIT(0),0RECV_B0,0B0\n"
+       "1RECV_F0#0,WAIT(0),1F0,1B0,1SEND_B0\n",
+       {}},
+  });
 }
 
 TEST_CASE("validation.request_waited_once", "[validation]") {
   // validate double_wait: a request is waited once
-  SECTION("two WAITs") {
-    const auto ds = validate_text("0F0,0SEND_F0#0,WAIT(0),WAIT(0),0RECV_B0,0B0\n" + kRank1 + "\n");
-    check_diagnostics(ds, {{"double_wait", 0, 3, "WAIT(0)", true}});
-    CHECK(contains(ds[0].message, "#0 was already waited"));
-  }
-  SECTION("one WAIT listing the id twice") {
-    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0;0),0RECV_B0,0B0\n" + kRank1 + "\n"),
-                      {{"double_wait", 0, 2, "WAIT(0;0)", true}});
-  }
+  check_sections({
+      {"two WAITs",
+       "0F0,0SEND_F0#0,WAIT(0),WAIT(0),0RECV_B0,0B0\n" + kRank1 + "\n",
+       {{"double_wait", 0, 3, "WAIT(0)", true, {"#0 was already waited"}}}},
+      {"one WAIT listing the id twice",
+       "0F0,0SEND_F0#0,WAIT(0;0),0RECV_B0,0B0\n" + kRank1 + "\n",
+       {{"double_wait", 0, 2, "WAIT(0;0)", true}}},
+  });
 }
 
 TEST_CASE("validation.wait_names_only_ids_already", "[validation]") {
   // validate unknown_request: a WAIT names only ids already posted on its rank
-  SECTION("id never posted") {
-    const auto ds = validate_text("0F0,0SEND_F0,WAIT(5),0RECV_B0,0B0\n" + kRank1 + "\n");
-    check_diagnostics(ds, {{"unknown_request", 0, 2, "WAIT(5)", true}});
-    CHECK(contains(ds[0].message, "#5 was never posted"));
-  }
-  SECTION("WAIT before the post, which then is never waited") {
-    check_diagnostics(validate_text("0F0,WAIT(0),0SEND_F0#0,0RECV_B0,0B0\n" + kRank1 + "\n"),
-                      {{"unknown_request", 0, 1, "WAIT(0)", true},
-                       {"buffer_released_before_wait", 0, 4, "0B0", false},
-                       {"never_waited", 0, 2, "0SEND_F0#0", false}});
-  }
-  SECTION("id posted on another rank") {
-    check_diagnostics(validate_text("0F0,0SEND_F0#0,WAIT(0),0RECV_B0,WAIT(9),0B0\n"
-                                    "1RECV_F0#9,WAIT(9),1F0,1B0,1SEND_B0\n"),
-                      {{"unknown_request", 0, 4, "WAIT(9)", true}});
-  }
+  check_sections({
+      {"id never posted",
+       "0F0,0SEND_F0,WAIT(5),0RECV_B0,0B0\n" + kRank1 + "\n",
+       {{"unknown_request", 0, 2, "WAIT(5)", true, {"#5 was never posted"}}}},
+      {"WAIT before the post, which then is never waited",
+       "0F0,WAIT(0),0SEND_F0#0,0RECV_B0,0B0\n" + kRank1 + "\n",
+       {{"unknown_request", 0, 1, "WAIT(0)", true},
+        {"buffer_released_before_wait", 0, 4, "0B0", false},
+        {"never_waited", 0, 2, "0SEND_F0#0", false}}},
+      {"id posted on another rank",
+       "0F0,0SEND_F0#0,WAIT(0),0RECV_B0,WAIT(9),0B0\n"
+       "1RECV_F0#9,WAIT(9),1F0,1B0,1SEND_B0\n",
+       {{"unknown_request", 0, 4, "WAIT(9)", true}}},
+  });
 }
 
 TEST_CASE("validation.async_request_waited_before_program", "[validation]") {
   // validate never_waited: every async request is waited before the program ends, reported at the
   // op that posted it, by increasing id
-  const auto ds = validate_text(
-      "0F0,0SEND_F0#2,WAIT(2),0RECV_B0,0B0\n"
-      "1RECV_F0,1F0,1B0,1SEND_B0#7\n");
-  check_diagnostics(ds, {{"never_waited", 1, 3, "1SEND_B0#7", false}});
-  CHECK(contains(ds[0].message, "request #7 is never waited"));
+  check_diagnostics(validate_text("0F0,0SEND_F0#2,WAIT(2),0RECV_B0,0B0\n"
+                                  "1RECV_F0,1F0,1B0,1SEND_B0#7\n"),
+                    {{"never_waited", 1, 3, "1SEND_B0#7", false, {"request #7 is never waited"}}});
 
   // Two outstanding requests: listed by id (#4 posted after #5), not by position. The backward
   // also reads the unwaited gradient and frees the unwaited activation.
@@ -304,76 +284,65 @@ TEST_CASE("validation.async_request_waited_before_program", "[validation]") {
 
 TEST_CASE("validation.stage_microbatch_needs_f_b", "[validation]") {
   // validate missing_compute: each (stage, microbatch) needs one F and one B or I + W
-  SECTION("no backward") {
-    const auto ds = validate_text("0F0\n");
-    check_diagnostics(ds, {{"missing_compute", 0, -1, "", false}});
-    CHECK(contains(ds[0].message, "no backward (0B0 or 0I0 + 0W0)"));
-  }
-  SECTION("no forward (the backward then also runs out of order)") {
-    const auto ds = validate_text("0B0\n");
-    check_diagnostics(ds, {{"order", 0, 0, "0B0", true}, {"missing_compute", 0, -1, "", false}});
-    CHECK(contains(ds[1].message, "no forward 0F0"));
-  }
-  SECTION("I without W") {
-    const auto ds = validate_text("0F0,0I0\n");
-    check_diagnostics(ds, {{"missing_compute", 0, -1, "", false}});
-    CHECK(contains(ds[0].message, "0I0 has no 0W0"));
-  }
-  SECTION("a microbatch below M that never appears on a stage") {
-    // M = 2 because microbatch 1 appears; microbatch 0 has neither forward nor backward.
-    const auto ds = validate_text("0F1,0B1\n");
-    check_diagnostics(
-        ds, {{"missing_compute", 0, -1, "", false}, {"missing_compute", 0, -1, "", false}});
-    CHECK(contains(ds[0].message, "stage 0 microbatch 0: no forward"));
-    CHECK(contains(ds[1].message, "stage 0 microbatch 0: no backward"));
-  }
+  check_sections({
+      {"no backward",
+       "0F0\n",
+       {{"missing_compute", 0, -1, "", false, {"no backward (0B0 or 0I0 + 0W0)"}}}},
+      {"no forward (the backward then also runs out of order)",
+       "0B0\n",
+       {{"order", 0, 0, "0B0", true}, {"missing_compute", 0, -1, "", false, {"no forward 0F0"}}}},
+      {"I without W", "0F0,0I0\n", {{"missing_compute", 0, -1, "", false, {"0I0 has no 0W0"}}}},
+      // M = 2 because microbatch 1 appears; microbatch 0 has neither forward nor backward.
+      {"a microbatch below M that never appears on a stage",
+       "0F1,0B1\n",
+       {{"missing_compute", 0, -1, "", false, {"stage 0 microbatch 0: no forward"}},
+        {"missing_compute", 0, -1, "", false, {"stage 0 microbatch 0: no backward"}}}},
+  });
 }
 
 TEST_CASE("validation.f_b_i_w_runs", "[validation]") {
   // validate duplicate_compute: an F, B, I or W runs at most once per (stage, microbatch)
-  SECTION("F twice") {
-    const auto ds = validate_text("0F0,0F0,0B0\n");
-    check_diagnostics(ds, {{"duplicate_compute", 0, -1, "", false}});
-    CHECK(contains(ds[0].message, "0F0 appears 2 times"));
-  }
-  SECTION("B twice") {
-    check_diagnostics(validate_text("0F0,0B0,0B0\n"), {{"duplicate_compute", 0, -1, "", false}});
-  }
-  SECTION("W twice") {
-    check_diagnostics(validate_text("0F0,0I0,0W0,0W0\n"),
-                      {{"duplicate_compute", 0, -1, "", false}});
-  }
+  check_sections({
+      {"F twice",
+       "0F0,0F0,0B0\n",
+       {{"duplicate_compute", 0, -1, "", false, {"0F0 appears 2 times"}}}},
+      {"B twice", "0F0,0B0,0B0\n", {{"duplicate_compute", 0, -1, "", false}}},
+      {"W twice", "0F0,0I0,0W0,0W0\n", {{"duplicate_compute", 0, -1, "", false}}},
+  });
 }
 
 TEST_CASE("validation.stage_microbatch_uses_full_b", "[validation]") {
   // validate mixed_backward: a (stage, microbatch) uses a full B or a split I + W, not both
-  const auto ds = validate_text("0F0,0B0,0I0,0W0\n");
-  check_diagnostics(ds, {{"mixed_backward", 0, -1, "", false}});
-  CHECK(contains(ds[0].message, "stage 0 microbatch 0"));
+  check_diagnostics(validate_text("0F0,0B0,0I0,0W0\n"),
+                    {{"mixed_backward", 0, -1, "", false, {"stage 0 microbatch 0"}}});
 }
 
 TEST_CASE("validation.validate_unmatched_send_unmatched_recv", "[validation]") {
   // validate unmatched_send / unmatched_recv: every send of a tensor has a receive and vice versa,
   // reported on the rank that has the lone op
-  SECTION("activation received but never sent") {
-    const auto ds = validate_text("0F0,0RECV_B0,0B0\n" + kRank1 + "\n");
-    check_diagnostics(ds, {{"unmatched_recv", 1, 0, "1RECV_F0", false}});
-    CHECK(contains(ds[0].message, "activation 0->1 of microbatch 0"));
-    CHECK(contains(ds[0].message, "rank 0 never sends it"));
-  }
-  SECTION("gradient received but never sent") {
-    const auto ds = validate_text(kRank0 + "\n1RECV_F0,1F0,1B0\n");
-    check_diagnostics(ds, {{"unmatched_recv", 0, 2, "0RECV_B0", false}});
-    CHECK(contains(ds[0].message, "gradient 1->0 of microbatch 0"));
-  }
-  SECTION("gradient sent but never received (no backward reads it either)") {
-    // Rank 0 runs its backward as if it were the last stage: missing receive + unmatched send.
-    const auto ds = validate_text("0F0,0SEND_F0,0B0\n" + kRank1 + "\n");
-    check_diagnostics(
-        ds, {{"missing_receive", 0, 2, "0B0", false}, {"unmatched_send", 1, 3, "1SEND_B0", false}});
-    CHECK(contains(ds[1].message, "gradient 1->0 of microbatch 0"));
-    CHECK(contains(ds[1].message, "rank 1 op 3 (1SEND_B0): sends the gradient"));
-  }
+  check_sections({
+      {"activation received but never sent",
+       "0F0,0RECV_B0,0B0\n" + kRank1 + "\n",
+       {{"unmatched_recv",
+         1,
+         0,
+         "1RECV_F0",
+         false,
+         {"activation 0->1 of microbatch 0", "rank 0 never sends it"}}}},
+      {"gradient received but never sent",
+       kRank0 + "\n1RECV_F0,1F0,1B0\n",
+       {{"unmatched_recv", 0, 2, "0RECV_B0", false, {"gradient 1->0 of microbatch 0"}}}},
+      // Rank 0 runs its backward as if it were the last stage: missing receive + unmatched send.
+      {"gradient sent but never received (no backward reads it either)",
+       "0F0,0SEND_F0,0B0\n" + kRank1 + "\n",
+       {{"missing_receive", 0, 2, "0B0", false},
+        {"unmatched_send",
+         1,
+         3,
+         "1SEND_B0",
+         false,
+         {"gradient 1->0 of microbatch 0", "rank 1 op 3 (1SEND_B0): sends the gradient"}}}},
+  });
 }
 
 TEST_CASE("validation.diagnostics_past_1000_summarised_too", "[validation]") {

@@ -41,55 +41,44 @@ TEST_CASE("zbv.rank_r_holds_stage_r", "[zbv]") {
 // r x (I0 I1), P-r x (I0 W0), remaining W1 then W0), with PyTorch's None entries dropped.
 TEST_CASE("zbv.per_rank_order_equals_pytorch", "[zbv]") {
   // zbv: per-rank order equals PyTorch's ScheduleZBVZeroBubble
-  struct Case {
-    int P, M;
-    std::vector<std::string> lines;
-  };
-  const Case cases[] = {
-      {2,
-       4,
-       {"0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,0I2,0W2,"
-        "0I3,0W3",
-        "1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,"
-        "2W3,1W3"}},
-      {3,
-       5,
-       {"0F0,0F1,0F2,0F3,0F4,5F0,5I0,5W0,5F1,5I1,5W1,5F2,5I2,5W2,0I0,0W0,5F3,5I3,5W3,0I1,0W1,5F4,"
-        "5I4,5W4,0I2,0W2,0I3,0W3,0I4,0W4",
-        "1F0,1F1,1F2,4F0,1F3,4F1,4I0,4W0,4F2,4I1,4W1,1F4,1I0,1W0,4F3,4I2,4W2,1I1,1W1,4F4,4I3,4W3,"
-        "1I2,4I4,1I3,1W2,1I4,1W3,4W4,1W4",
-        "2F0,3F0,2F1,3F1,2F2,3F2,3I0,3W0,2F3,2I0,2W0,3F3,3I1,3W1,2F4,2I1,2W1,3F4,3I2,3W2,2I2,3I3,"
-        "2I3,3I4,2I4,2W2,3W3,3W4,2W3,2W4"}},
-      // M < 2P-1: PyTorch plans 2P-1 microbatches and drops the missing ones.
-      {4,
-       3,
-       {"0F0,0F1,0F2,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,0I0,0W0,0I1,0W1,0I2,0W2",
-        "1F0,1F1,1F2,6F0,6F1,6I0,6W0,6F2,6I1,6W1,6I2,6W2,1I0,1W0,1I1,1W1,1I2,1W2",
-        "2F0,2F1,2F2,5F0,5F1,5F2,5I0,5W0,5I1,5W1,2I0,2W0,5I2,5W2,2I1,2W1,2I2,2W2",
-        "3F0,4F0,3F1,4F1,3F2,4F2,4I0,4W0,3I0,3W0,4I1,4W1,3I1,3W1,4I2,4W2,3I2,3W2"}},
-      {4,
-       8,
-       {"0F0,0F1,0F2,0F3,0F4,0F5,0F6,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,7F3,7I3,7W3,0F7,0I0,0W0,"
-        "7F4,7I4,7W4,0I1,0W1,7F5,7I5,7W5,0I2,0W2,7F6,7I6,7W6,0I3,0W3,7F7,7I7,7W7,0I4,0W4,0I5,0W5,"
-        "0I6,0W6,0I7,0W7",
-        "1F0,1F1,1F2,1F3,1F4,6F0,1F5,6F1,6I0,6W0,6F2,6I1,6W1,6F3,6I2,6W2,1F6,1I0,1W0,6F4,6I3,6W3,"
-        "1F7,1I1,1W1,6F5,6I4,6W4,1I2,1W2,6F6,6I5,6W5,1I3,1W3,6F7,6I6,6W6,1I4,6I7,1I5,1W4,1I6,1W5,"
-        "1I7,1W6,6W7,1W7",
-        "2F0,2F1,2F2,5F0,2F3,5F1,2F4,5F2,5I0,5W0,5F3,5I1,5W1,2F5,2I0,2W0,5F4,5I2,5W2,2F6,2I1,2W1,"
-        "5F5,5I3,5W3,2F7,2I2,2W2,5F6,5I4,5W4,2I3,2W3,5F7,5I5,5W5,2I4,5I6,2I5,5I7,2I6,2W4,2I7,2W5,"
-        "5W6,5W7,2W6,2W7",
-        "3F0,4F0,3F1,4F1,3F2,4F2,3F3,4F3,4I0,4W0,3F4,3I0,3W0,4F4,4I1,4W1,3F5,3I1,3W1,4F5,4I2,4W2,"
-        "3F6,3I2,3W2,4F6,4I3,4W3,3F7,3I3,3W3,4F7,4I4,4W4,3I4,4I5,3I5,4I6,3I6,4I7,3I7,3W4,4W5,4W6,"
-        "4W7,3W5,3W6,3W7"}},
-  };
-  for (const auto& c : cases) {
-    const auto p = zbv(c.P, c.M);
-    REQUIRE(p.ranks() == c.P);
-    for (int r = 0; r < c.P; ++r) {
-      INFO("P=" << c.P << " M=" << c.M << " rank " << r);
-      CHECK(test::rank_line(p, r) == c.lines[static_cast<std::size_t>(r)]);
-    }
-  }
+  test::check_v_orders(
+      "zbv", {
+                 {2,
+                  4,
+                  {"0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,"
+                   "3W3,0I2,0W2,0I3,0W3",
+                   "1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,"
+                   "2I3,1I3,1W2,2W3,1W3"}},
+                 {3,
+                  5,
+                  {"0F0,0F1,0F2,0F3,0F4,5F0,5I0,5W0,5F1,5I1,5W1,5F2,5I2,5W2,0I0,0W0,5F3,5I3,5W3,"
+                   "0I1,0W1,5F4,5I4,5W4,0I2,0W2,0I3,0W3,0I4,0W4",
+                   "1F0,1F1,1F2,4F0,1F3,4F1,4I0,4W0,4F2,4I1,4W1,1F4,1I0,1W0,4F3,4I2,4W2,1I1,1W1,"
+                   "4F4,4I3,4W3,1I2,4I4,1I3,1W2,1I4,1W3,4W4,1W4",
+                   "2F0,3F0,2F1,3F1,2F2,3F2,3I0,3W0,2F3,2I0,2W0,3F3,3I1,3W1,2F4,2I1,2W1,3F4,3I2,"
+                   "3W2,2I2,3I3,2I3,3I4,2I4,2W2,3W3,3W4,2W3,2W4"}},
+                 // M < 2P-1: PyTorch plans 2P-1 microbatches and drops the missing ones.
+                 {4,
+                  3,
+                  {"0F0,0F1,0F2,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,0I0,0W0,0I1,0W1,0I2,0W2",
+                   "1F0,1F1,1F2,6F0,6F1,6I0,6W0,6F2,6I1,6W1,6I2,6W2,1I0,1W0,1I1,1W1,1I2,1W2",
+                   "2F0,2F1,2F2,5F0,5F1,5F2,5I0,5W0,5I1,5W1,2I0,2W0,5I2,5W2,2I1,2W1,2I2,2W2",
+                   "3F0,4F0,3F1,4F1,3F2,4F2,4I0,4W0,3I0,3W0,4I1,4W1,3I1,3W1,4I2,4W2,3I2,3W2"}},
+                 {4,
+                  8,
+                  {"0F0,0F1,0F2,0F3,0F4,0F5,0F6,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,7F3,7I3,7W3,"
+                   "0F7,0I0,0W0,7F4,7I4,7W4,0I1,0W1,7F5,7I5,7W5,0I2,0W2,7F6,7I6,7W6,0I3,0W3,7F7,"
+                   "7I7,7W7,0I4,0W4,0I5,0W5,0I6,0W6,0I7,0W7",
+                   "1F0,1F1,1F2,1F3,1F4,6F0,1F5,6F1,6I0,6W0,6F2,6I1,6W1,6F3,6I2,6W2,1F6,1I0,1W0,"
+                   "6F4,6I3,6W3,1F7,1I1,1W1,6F5,6I4,6W4,1I2,1W2,6F6,6I5,6W5,1I3,1W3,6F7,6I6,6W6,"
+                   "1I4,6I7,1I5,1W4,1I6,1W5,1I7,1W6,6W7,1W7",
+                   "2F0,2F1,2F2,5F0,2F3,5F1,2F4,5F2,5I0,5W0,5F3,5I1,5W1,2F5,2I0,2W0,5F4,5I2,5W2,"
+                   "2F6,2I1,2W1,5F5,5I3,5W3,2F7,2I2,2W2,5F6,5I4,5W4,2I3,2W3,5F7,5I5,5W5,2I4,5I6,"
+                   "2I5,5I7,2I6,2W4,2I7,2W5,5W6,5W7,2W6,2W7",
+                   "3F0,4F0,3F1,4F1,3F2,4F2,3F3,4F3,4I0,4W0,3F4,3I0,3W0,4F4,4I1,4W1,3F5,3I1,3W1,"
+                   "4F5,4I2,4W2,3F6,3I2,3W2,4F6,4I3,4W3,3F7,3I3,3W3,4F7,4I4,4W4,3I4,4I5,3I5,4I6,"
+                   "3I6,4I7,3I7,3W4,4W5,4W6,4W7,3W5,3W6,3W7"}},
+             });
   // The PyTorch class name is an alias.
   CHECK(
       schedules::generate("ScheduleZBVZeroBubble", {{"ranks", 4}, {"microbatches", 8}}).to_text() ==
@@ -200,11 +189,7 @@ TEST_CASE("zbv.peak_activation_rank_r_min", "[zbv][memory]") {
   for (std::int64_t weight_stash : {std::int64_t{0}, A / 2, A}) {
     for (int P = 1; P <= 8; ++P) {
       for (int M = 1; M <= 4 * P; ++M) {
-        auto o = test::uniform(2 * P, 1, 2);
-        o.memory.activation_bytes = A;
-        o.memory.weight_stash_bytes = weight_stash;
-        o.memory.static_bytes = S;
-        const auto r = sim::simulate(test::lowered("zbv", P, M, 2), o);
+        const auto r = test::simulate_v_memory("zbv", P, M, A, weight_stash, S);
         INFO("P=" << P << " M=" << M << " weight_stash=" << weight_stash);
         REQUIRE_FALSE(r.deadlock);
         for (const auto& m : r.per_rank) {
@@ -227,40 +212,14 @@ TEST_CASE("zbv.only_async_style_runs_m", "[zbv][deadlock]") {
   // zbv: only the async style runs it for M >= 2, blocking, async-send and batched deadlock
   // between ranks P-2 and P-1 (stage P-2's forward of microbatch 1 against stage P's of microbatch
   // 0)
-  for (const auto& lowering : test::all_lowerings()) {
-    for (int P = 1; P <= 6; ++P) {
-      for (int M : {1, 2, P, 2 * P - 1, 2 * P, 3 * P + 1}) {
-        const auto compute = zbv(P, M);
-        if (!test::accepts(lowering, compute)) continue;  // megatron models 1F1B only
-        const auto prog = schedules::lower(compute, lowering);
-        const auto r = test::run(prog, test::uniform(2 * P, 1, 2));
-        INFO(test::describe(lowering) << " P=" << P << " M=" << M);
-        CHECK(r.errors.empty());
-        if (lowering.style == "async" || P == 1 || M == 1) {
-          CHECK_FALSE(r.deadlock);
-          continue;
-        }
-        REQUIRE(r.deadlock);
-        test::check_v_forward_cycle(*r.deadlock, P, M);
-      }
-    }
-  }
+  for (int P = 1; P <= 6; ++P)
+    for (int M : {1, 2, P, 2 * P - 1, 2 * P, 3 * P + 1}) test::check_v_lowerings("zbv", P, M);
 }
 
-// Stage P-1 and stage P share rank P-1, so of the 2P-1 stage boundaries 2P-2 cross ranks, each
-// once forward and once backward per microbatch.
 TEST_CASE("zbv.comm_bytes_2_2p_2", "[zbv]") {
   // zbv: comm_bytes = 2 * (2P-2) * M * boundary_bytes
-  for (int P = 1; P <= 6; ++P) {
-    for (int M : {1, 2, 2 * P, 3 * P}) {
-      auto o = test::uniform(2 * P, 1, 2);
-      o.network.boundary_bytes = 1000;
-      const auto r = sim::simulate(test::lowered("zbv", P, M, 2), o);
-      INFO("P=" << P << " M=" << M);
-      REQUIRE_FALSE(r.deadlock);
-      CHECK(r.comm_bytes == 2 * (2 * P - 2) * M * 1000);
-    }
-  }
+  for (int P = 1; P <= 6; ++P)
+    for (int M : {1, 2, 2 * P, 3 * P}) test::check_v_comm_bytes("zbv", P, M);
 }
 
 // PyTorch's ScheduleZBVZeroBubble takes exactly two stages per rank; the declaration says so, and

@@ -106,14 +106,11 @@ std::string from_pytorch_row(const std::string& row) {
 TEST_CASE("zero_bubble.rank_r_warms_up_p", "[zb][generators]") {
   // zb-h1: rank r warms up with P-r-1 forwards, then F, I, W with each W r steps late
   const auto p = gen("zb-h1", 4, 6);
-  CHECK(test::rank_line(p, 0) ==
-        "0F0,0F1,0F2,0F3,0I0,0W0,0F4,0I1,0W1,0F5,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5");
-  CHECK(test::rank_line(p, 1) ==
-        "1F0,1F1,1F2,1I0,1F3,1I1,1W0,1F4,1I2,1W1,1F5,1I3,1W2,1I4,1W3,1I5,1W4,1W5");
-  CHECK(test::rank_line(p, 2) ==
-        "2F0,2F1,2I0,2F2,2I1,2F3,2I2,2W0,2F4,2I3,2W1,2F5,2I4,2W2,2I5,2W3,2W4,2W5");
-  CHECK(test::rank_line(p, 3) ==
-        "3F0,3I0,3F1,3I1,3F2,3I2,3F3,3I3,3W0,3F4,3I4,3W1,3F5,3I5,3W2,3W3,3W4,3W5");
+  test::check_rank_lines(
+      p, {{0, "0F0,0F1,0F2,0F3,0I0,0W0,0F4,0I1,0W1,0F5,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5"},
+          {1, "1F0,1F1,1F2,1I0,1F3,1I1,1W0,1F4,1I2,1W1,1F5,1I3,1W2,1I4,1W3,1I5,1W4,1W5"},
+          {2, "2F0,2F1,2I0,2F2,2I1,2F3,2I2,2W0,2F4,2I3,2W1,2F5,2I4,2W2,2I5,2W3,2W4,2W5"},
+          {3, "3F0,3I0,3F1,3I1,3F2,3I2,3F3,3I3,3W0,3F4,3I4,3W1,3F5,3I5,3W2,3W3,3W4,3W5"}});
   // F and I in the order of 1F1B (its B read as I).
   for (int P = 1; P <= 6; ++P)
     for (int M = 1; M <= 9; ++M) {
@@ -159,12 +156,10 @@ TEST_CASE("zero_bubble.zb_h1_f_i_w", "[zb][closed-form]") {
 TEST_CASE("zero_bubble.rank_r_warms_up_2", "[zb][generators]") {
   // zb-h2: rank r warms up with 2(P-r)-2 forwards, then F, I, W with each W 2r steps late
   const auto p = gen("zb-h2", 3, 6);
-  CHECK(test::rank_line(p, 0) ==
-        "0F0,0F1,0F2,0F3,0F4,0I0,0W0,0F5,0I1,0W1,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5");
-  CHECK(test::rank_line(p, 1) ==
-        "1F0,1F1,1F2,1I0,1F3,1I1,1F4,1I2,1W0,1F5,1I3,1W1,1I4,1W2,1I5,1W3,1W4,1W5");
-  CHECK(test::rank_line(p, 2) ==
-        "2F0,2I0,2F1,2I1,2F2,2I2,2F3,2I3,2F4,2I4,2W0,2F5,2I5,2W1,2W2,2W3,2W4,2W5");
+  test::check_rank_lines(
+      p, {{0, "0F0,0F1,0F2,0F3,0F4,0I0,0W0,0F5,0I1,0W1,0I2,0W2,0I3,0W3,0I4,0W4,0I5,0W5"},
+          {1, "1F0,1F1,1F2,1I0,1F3,1I1,1F4,1I2,1W0,1F5,1I3,1W1,1I4,1W2,1I5,1W3,1W4,1W5"},
+          {2, "2F0,2I0,2F1,2I1,2F2,2I2,2F3,2I3,2F4,2I4,2W0,2F5,2I5,2W1,2W2,2W3,2W4,2W5"}});
   // The warm-up is capped at M.
   CHECK(test::rank_line(gen("zb-h2", 3, 2), 0) == "0F0,0F1,0I0,0W0,0I1,0W1");
 }
@@ -249,23 +244,24 @@ TEST_CASE("zero_bubble.interleaved_zb_follows_pytorch_s", "[zb][interleaved-zb]"
   // Orders derived by following ScheduleInterleavedZeroBubble step by step (idle steps dropped).
   // P=4, V=2, M=8: 2 rounds of 4; rank 3 warms up with 4 forwards, its first W after 3 I.
   const auto a = gen("interleaved-zb", 4, 8, 2);
-  CHECK(test::rank_line(a, 0) ==
-        "0F0,0F1,0F2,0F3,4F0,4F1,4F2,4F3,4I0,4W0,0F4,4I1,4W1,0F5,4I2,4W2,0F6,4I3,4W3,0F7,0I0,0W0,"
-        "4F4,0I1,0W1,4F5,0I2,0W2,4F6,0I3,0W3,4F7,4I4,4W4,4I5,4W5,4I6,4W6,4I7,4W7,0I4,0W4,0I5,0W5,"
-        "0I6,0W6,0I7,0W7");
-  CHECK(test::rank_line(a, 3) ==
-        "3F0,3F1,3F2,3F3,7F0,7I0,7F1,7I1,7F2,7I2,7F3,7I3,7W0,3F4,3I0,7W1,3F5,3I1,7W2,3F6,3I2,7W3,"
-        "3F7,3I3,3W0,7F4,7I4,3W1,7F5,7I5,3W2,7F6,7I6,3W3,7F7,7I7,7W4,3I4,7W5,3I5,7W6,3I6,7W7,3I7,"
-        "3W4,3W5,3W6,3W7");
+  test::check_rank_lines(a, {{0,
+                              "0F0,0F1,0F2,0F3,4F0,4F1,4F2,4F3,4I0,4W0,0F4,4I1,4W1,0F5,4I2,4W2,0F6,"
+                              "4I3,4W3,0F7,0I0,0W0,4F4,0I1,0W1,4F5,0I2,0W2,4F6,0I3,0W3,4F7,4I4,4W4,"
+                              "4I5,4W5,4I6,4W6,4I7,4W7,0I4,0W4,0I5,0W5,0I6,0W6,0I7,0W7"},
+                             {3,
+                              "3F0,3F1,3F2,3F3,7F0,7I0,7F1,7I1,7F2,7I2,7F3,7I3,7W0,3F4,3I0,7W1,3F5,"
+                              "3I1,7W2,3F6,3I2,7W3,3F7,3I3,3W0,7F4,7I4,3W1,7F5,7I5,3W2,7F6,7I6,3W3,"
+                              "7F7,7I7,7W4,3I4,7W5,3I5,7W6,3I6,7W7,3I7,3W4,3W5,3W6,3W7"}});
   // P=3, V=3, M=4: one round of 4 (M/P = 1); rank 0's warm-up (3-1)*4 + 2 = 10 forwards covers
   // chunks 0 and 1 and two microbatches of chunk 2.
   const auto b = gen("interleaved-zb", 3, 4, 3);
-  CHECK(test::rank_line(b, 0) ==
-        "0F0,0F1,0F2,0F3,3F0,3F1,3F2,3F3,6F0,6F1,6F2,6I0,6W0,6F3,6I1,6W1,6I2,6W2,6I3,6W3,3I0,3W0,"
-        "3I1,3W1,3I2,3W2,3I3,3W3,0I0,0W0,0I1,0W1,0I2,0W2,0I3,0W3");
-  CHECK(test::rank_line(b, 2) ==
-        "2F0,2F1,2F2,2F3,5F0,5F1,5F2,5F3,8F0,8I0,8F1,8I1,8F2,8I2,8W0,8F3,8I3,8W1,5I0,8W2,5I1,8W3,"
-        "5I2,5W0,5I3,5W1,2I0,5W2,2I1,5W3,2I2,2W0,2I3,2W1,2W2,2W3");
+  test::check_rank_lines(
+      b, {{0,
+           "0F0,0F1,0F2,0F3,3F0,3F1,3F2,3F3,6F0,6F1,6F2,6I0,6W0,6F3,6I1,6W1,6I2,6W2,6I3,6W3,3I0,"
+           "3W0,3I1,3W1,3I2,3W2,3I3,3W3,0I0,0W0,0I1,0W1,0I2,0W2,0I3,0W3"},
+          {2,
+           "2F0,2F1,2F2,2F3,5F0,5F1,5F2,5F3,8F0,8I0,8F1,8I1,8F2,8I2,8W0,8F3,8I3,8W1,5I0,8W2,5I1,"
+           "8W3,5I2,5W0,5I3,5W1,2I0,5W2,2I1,5W3,2I2,2W0,2I3,2W1,2W2,2W3"}});
   // P=4, V=2, M=10: 2 rounds of 5 microbatches.
   const auto c = gen("interleaved-zb", 4, 10, 2);
   CHECK(test::rank_line(c, 1) ==
@@ -319,6 +315,18 @@ std::optional<record::Deadlock> deadlock_of(const schedules::Program& compute,
   CHECK(r.errors.empty());
   return r.deadlock;
 }
+// Calls `check(compute, P, V, M)` for each interleaved-zb program PyTorch accepts with P ranks in
+// [p_lo, p_hi], V = 1..3 chunks and M = 1..max_m(P) microbatches, the sizes as context.
+template <typename MaxM, typename F>
+void for_each_interleaved_zb(int p_lo, int p_hi, MaxM max_m, F&& check) {
+  for (int P = p_lo; P <= p_hi; ++P)
+    for (int V = 1; V <= 3; ++V)
+      for (int M = 1; M <= max_m(P); ++M) {
+        if (per_round(P, M) == 0) continue;
+        INFO("P=" << P << " V=" << V << " M=" << M);
+        check(gen("interleaved-zb", P, M, V), P, V, M);
+      }
+}
 }  // namespace
 
 TEST_CASE("zero_bubble.order_has_cyclic_dependency_async", "[zb][interleaved-zb][deadlock]") {
@@ -327,18 +335,15 @@ TEST_CASE("zero_bubble.order_has_cyclic_dependency_async", "[zb][interleaved-zb]
   // microbatches
   const schedules::LoweringOptions all{"async", {{"prefetch", -1}}};
   const schedules::LoweringOptions one{"async", {{"prefetch", 1}}};
-  for (int P = 1; P <= 6; ++P)
-    for (int V = 1; V <= 3; ++V)
-      for (int M = 1; M <= 3 * P + 2; ++M) {
-        if (per_round(P, M) == 0) continue;
-        INFO("P=" << P << " V=" << V << " M=" << M);
-        const auto compute = gen("interleaved-zb", P, M, V);
+  for_each_interleaved_zb(
+      1, 6, [](int P) { return 3 * P + 2; },
+      [&](const schedules::Program& compute, int P, int V, int M) {
         CHECK_FALSE(deadlock_of(compute, all));
         // A gradient send is waited before the rank's next backward; the receiver posts its
         // receive one compute op ahead, and with P+2 or more microbatches per round it is still
         // waiting for a forward that comes after that backward.
         CHECK(static_cast<bool>(deadlock_of(compute, one)) == (V >= 2 && per_round(P, M) >= P + 2));
-      }
+      });
   // P=4, M=6 (one round of 6): rank 0 waits for rank 3 to take 4SEND_B0, rank 3 for the forward
   // 7F5 from rank 2, and so on back to rank 0, whose 4F5 comes after its next backward.
   const auto d = deadlock_of(gen("interleaved-zb", 4, 6, 2), one);
@@ -351,16 +356,13 @@ TEST_CASE("zero_bubble.order_has_cyclic_dependency_async", "[zb][interleaved-zb]
 TEST_CASE("zero_bubble.interleaved_zb_v_2_deadlocks", "[zb][interleaved-zb][deadlock]") {
   // interleaved-zb with V >= 2 deadlocks under async-send and batched iff M >= P (the warm-up
   // forward sends around the ring of stages), under blocking iff M >= 2
-  for (int P = 2; P <= 5; ++P)
-    for (int V = 1; V <= 3; ++V)
-      for (int M = 1; M <= 2 * P + 2; ++M) {
-        if (per_round(P, M) == 0) continue;
-        INFO("P=" << P << " V=" << V << " M=" << M);
-        const auto compute = gen("interleaved-zb", P, M, V);
+  for_each_interleaved_zb(
+      2, 5, [](int P) { return 2 * P + 2; },
+      [](const schedules::Program& compute, int P, int V, int M) {
         for (const char* style : {"async-send", "batched"})
           CHECK(static_cast<bool>(deadlock_of(compute, {style, {}})) == (V >= 2 && M >= P));
         CHECK(static_cast<bool>(deadlock_of(compute, {"blocking", {}})) == (M >= 2));
-      }
+      });
   // The ring: each rank blocked in the forward send to the next, rank P-1 to rank 0.
   const auto d = deadlock_of(gen("interleaved-zb", 3, 3, 2), {"batched", {}});
   REQUIRE(d);
