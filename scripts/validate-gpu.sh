@@ -11,6 +11,10 @@
 #    bubble fraction within 0.02, device stash peaks equal, issue gap median < 20 us;
 #  - the all-blocking 1F1B on the GPU: must hang as predicted (watchdog report); with eager
 #    sends it must run, as predicted;
+#  - cross-schedule: 1F1B at M=8 calibrated (--calibrate) on its own, then GPipe, interleaved
+#    1F1B, zb-h1 and DualPipeV at M in {8, 16, 32} predicted from it alone (--calibration), with
+#    and without the launch model; every rank runs two MLP blocks per microbatch (one op of 2
+#    blocks at V=1, two of 1 at V=2), so that the schedules run the same model; target 5%;
 #  - the nccl transport with what the GPUs allow (P = GPUs, at most 4; with one GPU: the message
 #    that says to use cuda) and ctest's gpu.* tests (gpu.nccl_mpi needs >= 2 GPUs and MPI).
 # Settings: HIDDEN (2048), SEQ (4096), LAYERS (1), ITERATIONS (3), WARMUP (1); RUN_TIMEOUT (300 s,
@@ -45,7 +49,7 @@ trap 'keep_logs; rm -rf "$out"' EXIT
 mib=$((1 << 20))
 stash=$(( (seq * (hidden + 4 * hidden) * 2 + 2 * mib - 1) / (2 * mib) * (2 * mib) ))
 boundary=$((seq * hidden * 2))
-write_config() {  # write_config FILE KIND RANKS MICROBATCHES STYLE
+write_config() {  # write_config FILE KIND RANKS MICROBATCHES STYLE [LAYERS]
   local chunks=""
   case $2 in interleaved-1f1b | dualpipev) chunks=', "chunks": 2' ;; esac
   cat >"$1" <<JSON
@@ -55,7 +59,7 @@ write_config() {  # write_config FILE KIND RANKS MICROBATCHES STYLE
  "comm": {"style": "$5", "latency": 0.01, "bandwidth": 1e9, "boundary_bytes": $boundary,
           "eager_limit": 0},
  "memory": {"activation_bytes": $stash, "weight_stash_bytes": 0, "static_bytes": 0},
- "model": {"hidden": $hidden, "sequence_length": $seq, "layers": $layers}}
+ "model": {"hidden": $hidden, "sequence_length": $seq, "layers": ${6:-$layers}}}
 JSON
 }
 run() {  # run NAME ARGS...: ppsim real ... --json into $out/NAME.json, exit code into NAME.code
@@ -77,6 +81,28 @@ for s in "${schedules[@]}"; do
     run "cuda-$s-m$m" "$out/$s-m$m.cfg" --backend cuda --compute cuda $timed
   done
 done
+# Cross-schedule: one calibration on 1F1B, the others predicted from it (scripts/cross_schedule.py).
+write_config "$out/x-1f1b.cfg" 1f1b 4 8 async 2
+run cross-calibration "$out/x-1f1b.cfg" --backend cuda --compute cuda $timed
+: >"$out/cross.jsonl"
+if [ "$(cat "$out/cross-calibration.code")" -le 1 ]; then
+  python3 scripts/cross_schedule.py no-launch "$out/cross-calibration.json" "$out/x-no-launch.json"
+  for s in "${schedules[@]}"; do
+    [ "$s" = 1f1b ] && continue
+    case $s in interleaved-1f1b | dualpipev) blocks=1 ;; *) blocks=2 ;; esac
+    for m in 8 16 32; do
+      write_config "$out/x-$s-m$m.cfg" "$s" 4 "$m" async "$blocks"
+      run "cross-$s-m$m" "$out/x-$s-m$m.cfg" --backend cuda --compute cuda --time-scale 1ms \
+        --iterations "$iterations" --warmup "$warmup" \
+        --calibration "$out/cross-calibration.json" --json
+      if "$PPSIM" run "$out/x-$s-m$m.cfg" --calibration "$out/x-no-launch.json" --json \
+        >"$out/x-plain.json" 2>/dev/null; then
+        python3 scripts/cross_schedule.py row "$s" "$m" "$out/cross-$s-m$m.json" \
+          "$out/x-plain.json" >>"$out/cross.jsonl" || true
+      fi
+    done
+  done
+fi
 # The all-blocking 1F1B: predicted to deadlock; on the GPU the watchdog must report the same.
 write_config "$out/blocking.cfg" 1f1b 4 8 blocking
 run hang-1f1b-blocking "$out/blocking.cfg" --backend cuda --compute cuda --hang-timeout 2 --json
@@ -96,6 +122,7 @@ ctest --test-dir "$(dirname "$(dirname "$PPSIM")")" --timeout 120 -R '^gpu\.' --
   >"$out/ctest.txt" 2>&1
 set -e
 python3 scripts/validation_gpu_report.py --output docs/VALIDATION.md \
+  --cross "$out/cross.jsonl" --calibration "$out/cross-calibration.json" \
   --gpu "$gpu" --gpus "$gpus" --date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
   --command "bash scripts/validate-gpu.sh" \
   --settings "HIDDEN=$hidden SEQ=$seq LAYERS=$layers (ffn 4h, bf16), stash $stash B, boundary $boundary B, $iterations iterations after $warmup warmup, --calibrate" \

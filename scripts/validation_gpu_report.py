@@ -60,6 +60,8 @@ def main():
     ap.add_argument("--date", required=True)
     ap.add_argument("--command", required=True)
     ap.add_argument("--settings", required=True)
+    ap.add_argument("--cross", help="cross-schedule rows (scripts/cross_schedule.py)")
+    ap.add_argument("--calibration", help="the 1F1B --calibrate run they were predicted from")
     ap.add_argument("folder")
     a = ap.parse_args()
     names = sorted(n[:-5] for n in os.listdir(a.folder) if n.endswith(".code"))
@@ -173,6 +175,16 @@ def main():
         ok = ok and "Failed" not in "\n".join(summary)
     except OSError:
         pass
+    rows = [l for l in open(a.cross)] if a.cross and os.path.exists(a.cross) else []
+    if any(l.strip() for l in rows):
+        from validation_report import cross_section
+        cross, cross_ok = cross_section(a.cross, a.calibration,
+                                        "P = 4, two MLP blocks per rank and microbatch")
+        doc += ["#" + cross[0]] + cross[1:] + [""]  # a subsection of the GPU section
+        ok = ok and cross_ok
+    elif a.cross:
+        doc += ["Cross-schedule: no rows (the 1F1B calibration run failed; see its log).", ""]
+        ok = False
     doc.append(f"**GPU targets: {'met' if ok else 'NOT met'}**")
     try:
         old = open(a.output).read()

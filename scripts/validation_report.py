@@ -76,7 +76,7 @@ def case(path):
     return lines, meets and agrees, (p["schedule"], c["makespan_error"], meets, agrees)
 
 
-def cross_section(rows_file, calibration_file):
+def cross_section(rows_file, calibration_file, source="`configs/1f1b.json`, P = 4"):
     """The cross-schedule table: predicted from another schedule's calibration."""
     rows = [json.loads(line) for line in open(rows_file) if line.strip()]
     cal = json.load(open(calibration_file))
@@ -86,7 +86,7 @@ def cross_section(rows_file, calibration_file):
     lines = [
         "## Cross-schedule: calibrated on 1F1B, the others predicted",
         "",
-        "One `ppsim real --calibrate --json` run of 1F1B at M = 8 (`configs/1f1b.json`, P = 4) gives "
+        f"One `ppsim real --calibrate --json` run of 1F1B at M = 8 ({source}) gives "
         "the costs; every other schedule and microbatch count is predicted from it alone "
         "(`--calibration`, the costs carried over per rank where the stage layout differs) and "
         f"then measured. The calibration measured a launch overhead of "
