@@ -22,7 +22,7 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 using base::assign_huge;
 
 // The record of a posted comm op. Under mpi semantics a record lives only while something still
-// needs it and its slot is then reused (Engine::try_free), so the engine's memory follows the
+// needs it and its slot is then reused (MpiProgress::try_free), so the engine's memory follows the
 // comm ops in flight, not the program's length; under nccl rank r's k-th comm op is endpoint
 // base[r] + k (the streams index their kernels by that id). 32 bytes.
 // A transfer's end is known when its two sides match, so completions need no events of their own:
