@@ -248,7 +248,7 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     ProgressObserver counter(progress);
     const viz::ChromeTraceOptions trace_options{config::microseconds_per_unit(cfg.time_unit),
                                                 cfg.name};
-    const viz::TraceFormat format = viz::trace_format_for(outputs.trace_file);
+    const viz::TraceFormat& format = viz::trace_format_for(outputs.trace_file);
     // --trace alone streams the events into the file as they happen (memory independent of the
     // run's length); other outputs need the whole recorded timeline.
     const bool stream = trace && !svg && !outputs.timeline;

@@ -8,6 +8,7 @@
 #include "ppsim/real/mlp_model.hpp"
 #include "ppsim/real/mpi_backend.hpp"
 #include "ppsim/real/settings.hpp"
+#include "ppsim/viz/trace_format.hpp"
 #include "version.hpp"
 #ifdef PPSIM_WITH_GPU
 #include "ppsim/real/gpu/backends.hpp"
@@ -69,9 +70,9 @@ int run_cli(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "simulate one config and print its metrics");
   run->add_option("config", config, "JSON config file")->required();
   run->add_flag("--json", run_out.json, "print one JSON object (docs/METRICS.md)");
-  auto* trace_opt = run->add_option("--trace", run_out.trace_file,
-                                    "write a trace for Perfetto: FILE.json (Chrome JSON), "
-                                    "FILE.json.gz (gzipped), FILE.pftrace (Perfetto protobuf)");
+  auto* trace_opt =
+      run->add_option("--trace", run_out.trace_file,
+                      "write a trace for Perfetto: " + ppsim::viz::trace_formats_help());
   auto* svg_opt = run->add_option("--svg", run_out.svg_file,
                                   "write an SVG timeline: one row per rank, a box per compute op");
   // Not ->excludes(): CLI11 prints that inside the help's name column.
@@ -158,7 +159,7 @@ int run_cli(int argc, char** argv) {
       ->type_name("FILE");
   profile_sub
       ->add_option("--trace", profile_options.trace_file,
-                   "trace of the measured run and its replay (.json, .json.gz or .pftrace)")
+                   "trace of the measured run and its replay: " + ppsim::viz::trace_formats_help())
       ->type_name("FILE");
   profile_sub->add_option("--svg", profile_options.svg_file, "SVG timeline of the measured run")
       ->type_name("FILE");
@@ -232,9 +233,9 @@ int run_cli(int argc, char** argv) {
       ->add_option("--hang-timeout", real_options.hang_timeout,
                    "seconds without progress before the watchdog stops the run (default 2)")
       ->type_name("SECONDS");
-  auto* real_trace = real_sub->add_option("--trace", real_options.trace_file,
-                                          "write a trace of the measured and the simulated run "
-                                          "(.json, .json.gz or .pftrace)");
+  auto* real_trace = real_sub->add_option(
+      "--trace", real_options.trace_file,
+      "write a trace of the measured and the simulated run: " + ppsim::viz::trace_formats_help());
   auto* real_report = real_sub->add_option(
       "--report", real_options.report_file,
       "write an HTML report of the simulated and the measured run side by side");

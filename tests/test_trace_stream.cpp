@@ -283,7 +283,7 @@ void check_same(const Decoded& pb, const Decoded& js) {
   CHECK(pb.flows == js.flows);
 }
 
-std::string written(const record::RunRecord& rec, viz::TraceFormat format) {
+std::string written(const record::RunRecord& rec, const viz::TraceFormat& format) {
   std::ostringstream out;
   viz::write_chrome_trace(out, rec, {1000.0, ""}, format);
   return out.str();
@@ -295,7 +295,7 @@ struct Streamed {
   record::RunRecord rec;  // with the recorded trace
   std::string text;
 };
-Streamed streamed(const config::Config& config, viz::TraceFormat format) {
+Streamed streamed(const config::Config& config, const viz::TraceFormat& format) {
   const config::Prepared prepared = config::prepare(config);
   std::ostringstream out;
   viz::TraceStream stream(out, format);
@@ -321,11 +321,40 @@ config::Config bench_like(const std::string& kind, int P, int M, int V, const st
 
 TEST_CASE("trace_stream.trace_format_file_name", "[trace]") {
   // trace format from the file name
-  CHECK(viz::trace_format_for("a.json") == viz::TraceFormat::json);
-  CHECK(viz::trace_format_for("/dev/stdout") == viz::TraceFormat::json);
-  CHECK(viz::trace_format_for("a.json.gz") == viz::TraceFormat::json_gz);
-  CHECK(viz::trace_format_for("a.pftrace") == viz::TraceFormat::perfetto);
-  CHECK(viz::trace_format_for("a.perfetto-trace") == viz::TraceFormat::perfetto);
+  CHECK(viz::trace_format_for("a.json").name == "json");
+  CHECK(viz::trace_format_for("/dev/stdout").name == "json");
+  CHECK(viz::trace_format_for("a.json.gz").name == "json.gz");
+  CHECK(viz::trace_format_for("a.pftrace").name == "pftrace");
+  CHECK(viz::trace_format_for("a.perfetto-trace").name == "pftrace");
+  CHECK(viz::trace_format_for("a.JSON.GZ").name == "json");  // suffixes match case
+}
+
+TEST_CASE("trace_stream.trace_formats_registered", "[trace]") {
+  // the registry: each format by name and alias, unknown names listed, the longest suffix wins
+  auto& registry = viz::TraceFormatRegistry::instance();
+  CHECK(registry.names() == std::vector<std::string>{"json", "json.gz", "pftrace"});
+  CHECK(viz::trace_format("Perfetto").name == "pftrace");
+  CHECK(viz::trace_format("gzip").name == "json.gz");
+  CHECK_THROWS_WITH(viz::trace_format("xml"),
+                    "unknown trace format 'xml' (known: json, json.gz, pftrace)");
+  CHECK(viz::trace_formats_help() ==
+        "FILE.json (Chrome JSON), FILE.json.gz (gzipped), FILE.pftrace (Perfetto protobuf)");
+  for (const auto& f : registry.all()) {
+    INFO(f.name);
+    CHECK(f.sink != nullptr);
+    CHECK(f.encoder != nullptr);
+    for (const auto& suffix : f.suffixes) CHECK(&viz::trace_format_for("run" + suffix) == &f);
+  }
+  // Formats added to a registry are picked by their suffixes, the longest that matches first.
+  viz::TraceFormatRegistry local = registry;
+  const auto& js = viz::trace_format("json");
+  local.add({"zz", {}, {".zz"}, "", js.sink, js.encoder});
+  local.add({"json.zz", {}, {".json.zz"}, "", js.sink, js.encoder});
+  CHECK(viz::trace_format_for("a.json.zz", local).name == "json.zz");
+  CHECK(viz::trace_format_for("a.zz", local).name == "zz");
+  CHECK(viz::trace_format_for("a.json.gz", local).name == "json.gz");
+  CHECK(viz::trace_format_for("a.txt", local).name == "json");
+  CHECK(viz::trace_format_for("a.json.zz").name == "json");  // not in the process's registry
 }
 
 TEST_CASE("trace_stream.perfetto_trace_decodes_json_trace", "[trace]") {
@@ -338,8 +367,8 @@ TEST_CASE("trace_stream.perfetto_trace_decodes_json_trace", "[trace]") {
   INFO(kind << " " << style);
   const record::RunRecord rec = sim::analyze(bench_like(kind, P, M, V, style), {.trace = true});
   REQUIRE(rec.ok());
-  const Decoded js = from_json(json::parse(written(rec, viz::TraceFormat::json)));
-  const Decoded pb = decode(written(rec, viz::TraceFormat::perfetto));
+  const Decoded js = from_json(json::parse(written(rec, viz::trace_format("json"))));
+  const Decoded pb = decode(written(rec, viz::trace_format("pftrace")));
   check_same(pb, js);
   // Not vacuous: every compute op is a slice, every transfer an arrow.
   std::size_t compute = 0;
@@ -363,8 +392,8 @@ TEST_CASE("trace_stream.deadlocked_run_s_perfetto_trace", "[trace]") {
       config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/1f1b-blocking-deadlock.json");
   const record::RunRecord rec = sim::analyze(config, {.trace = true});
   REQUIRE(rec.deadlock);
-  const Decoded pb = decode(written(rec, viz::TraceFormat::perfetto));
-  check_same(pb, from_json(json::parse(written(rec, viz::TraceFormat::json))));
+  const Decoded pb = decode(written(rec, viz::trace_format("pftrace")));
+  check_same(pb, from_json(json::parse(written(rec, viz::trace_format("json")))));
   std::size_t stuck = 0;
   for (const auto& e : pb.instants) stuck += e.at("cat") == "deadlock";
   CHECK(stuck == 4);
@@ -375,7 +404,7 @@ TEST_CASE("trace_stream.slices_overlap_track_go_extra", "[trace]") {
   const schedules::Program p = test::lowered("1f1b", 2, 2);
   std::ostringstream out;
   {
-    viz::TraceStream s(out, viz::TraceFormat::perfetto);
+    viz::TraceStream s(out, viz::trace_format("pftrace"));
     s.begin_run(p, {1000.0, "overlap"});
     s.on_begin(2, false);
     s.on_compute(0, 0, 0.0, 2.0);
@@ -402,18 +431,18 @@ TEST_CASE("trace_stream.gzip_trace_inflates_exactly_json", "[trace]") {
   INFO(path);
   const record::RunRecord rec = sim::analyze(
       config::load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/" + path), {.trace = true});
-  const std::string plain = written(rec, viz::TraceFormat::json);
-  const std::string gz = written(rec, viz::TraceFormat::json_gz);
+  const std::string plain = written(rec, viz::trace_format("json"));
+  const std::string gz = written(rec, viz::trace_format("json.gz"));
   CHECK(gz.size() < plain.size() / 4);
   CHECK(test::gunzip(gz) == plain);
-  CHECK(written(rec, viz::TraceFormat::json_gz) == gz);  // deterministic bytes
+  CHECK(written(rec, viz::trace_format("json.gz")) == gz);  // deterministic bytes
 }
 
 TEST_CASE("trace_stream.counters_written_only_when_their", "[trace]") {
   // counters are written only when their value changes
   const config::Config config = bench_like("1f1b", 4, 8, 1, "async");
   const record::RunRecord rec = sim::analyze(config, {.trace = true});
-  const json doc = json::parse(written(rec, viz::TraceFormat::json));
+  const json doc = json::parse(written(rec, viz::trace_format("json")));
   // Expected: per rank and counter, the recorded samples without those that repeat the last.
   std::map<std::pair<int, std::string>, std::vector<std::pair<double, std::int64_t>>> want, got;
   for (const auto& c : rec.trace->counters) {
@@ -452,16 +481,16 @@ TEST_CASE("trace_stream.trace_streamed_during_run_equals", "[trace][threads]") {
   for (const auto& path : test::bundled_configs()) {
     INFO(path);
     const config::Config config = config::load_config(path);
-    for (auto format : {viz::TraceFormat::json, viz::TraceFormat::perfetto}) {
-      const Streamed s = streamed(config, format);
-      if (format == viz::TraceFormat::json) {
+    for (const auto* format : {&viz::trace_format("json"), &viz::trace_format("pftrace")}) {
+      const Streamed s = streamed(config, *format);
+      if (format->name == "json") {
         const Decoded a = from_json(json::parse(s.text));
-        const Decoded b = from_json(json::parse(written(s.rec, format)));
+        const Decoded b = from_json(json::parse(written(s.rec, *format)));
         check_same(a, b);
         CHECK(json::parse(s.text).at("otherData") ==
-              json::parse(written(s.rec, format)).at("otherData"));
+              json::parse(written(s.rec, *format)).at("otherData"));
       } else {
-        check_same(decode(s.text), decode(written(s.rec, format)));
+        check_same(decode(s.text), decode(written(s.rec, *format)));
       }
     }
   }
@@ -504,9 +533,9 @@ TEST_CASE("trace_stream.rank_s_transfer_tracks_kept", "[trace]") {
   const int P = 20000;
   const config::Config config = bench_like("1f1b", P, 1, 1, "blocking");
   const config::Prepared prepared = config::prepare(config);
-  for (auto format : {viz::TraceFormat::perfetto, viz::TraceFormat::json}) {
+  for (const auto* format : {&viz::trace_format("pftrace"), &viz::trace_format("json")}) {
     std::ostringstream out;
-    viz::TraceStream stream(out, format);
+    viz::TraceStream stream(out, *format);
     stream.begin_run(*prepared.program, {1000.0, config.name});
     const record::RunRecord rec = sim::analyze(prepared, {.observer = &stream});
     stream.finish(rec);
@@ -514,7 +543,7 @@ TEST_CASE("trace_stream.rank_s_transfer_tracks_kept", "[trace]") {
     // Every directed link between neighbours carries a message: one "send to" track on the
     // sender and one "recv from" track on the receiver, each named once.
     std::map<std::string, int> named;
-    if (format == viz::TraceFormat::perfetto) {
+    if (format->name == "pftrace") {
       for (const auto& packet : fields(text))  // only the track descriptors: decode() is slow
         for (const auto& f : fields(packet.bytes))
           if (f.number == 60)
@@ -526,7 +555,7 @@ TEST_CASE("trace_stream.rank_s_transfer_tracks_kept", "[trace]") {
         if (e.at("ph") == "M" && e.at("name") == "thread_name")
           ++named[e.at("args").at("name").get<std::string>().substr(0, 9)];
     }
-    INFO((format == viz::TraceFormat::json ? "json" : "perfetto"));
+    INFO((format->name == "json" ? "json" : "perfetto"));
     CHECK(named["send to r"] == 2 * (P - 1));
     CHECK(named["recv from"] == 2 * (P - 1));
     CHECK(named["compute"] == P);

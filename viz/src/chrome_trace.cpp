@@ -34,7 +34,7 @@ void replay(TraceStream& s, const record::Trace& trace) {
 
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options,
-                        TraceFormat format) {
+                        const TraceFormat& format) {
   TraceStream s(out, format);
   s.begin_run(program, options);
   replay(s, trace);
@@ -43,7 +43,7 @@ void write_chrome_trace(std::ostream& out, const record::Trace& trace,
 }
 
 void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
-                        const ChromeTraceOptions& options, TraceFormat format) {
+                        const ChromeTraceOptions& options, const TraceFormat& format) {
   if (!rec.trace) throw std::invalid_argument("chrome trace: the run record has no trace");
   if (!rec.program) throw std::invalid_argument("chrome trace: the run record has no program");
   ChromeTraceOptions o = options;
@@ -55,7 +55,7 @@ void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
 }
 
 void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
-                        const ChromeTraceOptions& options, TraceFormat format) {
+                        const ChromeTraceOptions& options, const TraceFormat& format) {
   for (const auto& r : runs)
     if (!r.record || !r.record->trace || !r.record->program)
       throw std::invalid_argument("chrome trace: a run record has no trace or no program");
@@ -84,15 +84,15 @@ namespace ppsim::viz {
 
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options) {
-  write_chrome_trace(out, trace, program, options, TraceFormat::json);
+  write_chrome_trace(out, trace, program, options, trace_format("json"));
 }
 void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
                         const ChromeTraceOptions& options) {
-  write_chrome_trace(out, rec, options, TraceFormat::json);
+  write_chrome_trace(out, rec, options, trace_format("json"));
 }
 void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
                         const ChromeTraceOptions& options) {
-  write_chrome_trace(out, runs, options, TraceFormat::json);
+  write_chrome_trace(out, runs, options, trace_format("json"));
 }
 
 }  // namespace ppsim::viz

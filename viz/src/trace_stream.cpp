@@ -2,6 +2,7 @@
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -94,6 +95,12 @@ std::string escape(const std::string& s) {
 
 namespace detail {
 
+std::string_view to_string(TraceCategory c) {
+  constexpr std::array<std::string_view, 5> kNames = {"compute", "comm", "transfer", "deadlock",
+                                                      "run"};
+  return base::enum_value(c, kNames, std::string_view());
+}
+
 std::string dump_json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -107,32 +114,51 @@ std::string other_data(const ChromeTraceOptions& options, std::string_view time_
 
 }  // namespace detail
 
-std::string_view to_string(TraceFormat format) {
-  constexpr std::array<std::string_view, 3> kNames = {"json", "json.gz", "pftrace"};
-  return base::enum_value(format, kNames, std::string_view());
+namespace {
+const TraceFormat& named(std::string_view name, const TraceFormatRegistry& registry) {
+  if (const TraceFormat* f = registry.find(name)) return *f;
+  throw std::invalid_argument(fmt::format("unknown trace format '{}' (known: {})", name,
+                                          fmt::join(registry.names(), ", ")));
+}
+}  // namespace
+
+const TraceFormat& trace_format(std::string_view name) {
+  return named(name, TraceFormatRegistry::instance());
 }
 
-TraceFormat trace_format_for(std::string_view path) {
-  if (path.ends_with(".pftrace") || path.ends_with(".perfetto-trace")) return TraceFormat::perfetto;
-  if (path.ends_with(".gz")) return TraceFormat::json_gz;
-  return TraceFormat::json;
+const TraceFormat& trace_format_for(std::string_view path, const TraceFormatRegistry& registry) {
+  const TraceFormat* best = nullptr;
+  std::size_t longest = 0;
+  for (const auto& f : registry.all())
+    for (const auto& suffix : f.suffixes)
+      if (suffix.size() > longest && path.ends_with(suffix)) {
+        best = &f;
+        longest = suffix.size();
+      }
+  return best ? *best : named("json", registry);
+}
+
+std::string trace_formats_help() {
+  std::string out;
+  for (const auto& f : TraceFormatRegistry::instance().all()) {
+    if (!out.empty()) out += ", ";
+    out += f.help;
+  }
+  return out;
 }
 
 namespace {
 // The file's bytes are written (and compressed) on another core where there is one: for a large
 // trace that is a quarter to most of the time. PPSIM_JOBS=1 keeps them on this thread.
-std::unique_ptr<detail::ByteSink> trace_sink(std::ostream& out, TraceFormat format) {
-  auto sink =
-      format == TraceFormat::json_gz ? detail::make_gzip_sink(out) : detail::make_stream_sink(out);
+std::unique_ptr<detail::ByteSink> trace_sink(std::ostream& out, const TraceFormat& format) {
+  auto sink = format.sink(out);
   if (base::jobs_here() > 1) return detail::make_background_sink(std::move(sink));
   return sink;
 }
 }  // namespace
 
-TraceStream::TraceStream(std::ostream& out, TraceFormat format)
-    : sink_(trace_sink(out, format)),
-      enc_(format == TraceFormat::perfetto ? detail::make_perfetto_encoder(*sink_)
-                                           : detail::make_json_encoder(*sink_)) {}
+TraceStream::TraceStream(std::ostream& out, const TraceFormat& format)
+    : sink_(trace_sink(out, format)), enc_(format.encoder(*sink_)) {}
 
 TraceStream::~TraceStream() = default;
 

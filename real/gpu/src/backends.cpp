@@ -5,18 +5,15 @@
 
 namespace ppsim::real::gpu {
 
-void register_cuda_compute(ComputeRegistry& registry);
-void register_cuda_transport(TransportRegistry& registry);
-void register_nccl_transport(TransportRegistry& registry);
+// Generated from src/transports/*.cpp and src/computes/*.cpp (CMakeLists.txt).
+void register_builtins(TransportRegistry& registry);
+void register_builtins(ComputeRegistry& registry);
 
 void register_backends() {
   // Registering needs no GPU: whether one is there is asked when a run begins, so that the
-  // error says what is missing (exit 4) rather than "unknown backend".
-  auto& t = TransportRegistry::instance();
-  if (!t.find("cuda")) register_cuda_transport(t);
-  if (!t.find("nccl")) register_nccl_transport(t);
-  auto& c = ComputeRegistry::instance();
-  if (!c.find("cuda")) register_cuda_compute(c);
+  // error says what is missing (exit 4) rather than "unknown backend". Adding is idempotent.
+  gpu::register_builtins(TransportRegistry::instance());
+  gpu::register_builtins(ComputeRegistry::instance());
 }
 
 }  // namespace ppsim::real::gpu

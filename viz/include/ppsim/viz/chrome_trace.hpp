@@ -15,8 +15,8 @@
 
 namespace ppsim::viz {
 
-// The file format (viz/trace_stream.hpp); JSON unless asked otherwise.
-enum class TraceFormat;
+// The file format (viz/trace_format.hpp); JSON unless asked otherwise.
+struct TraceFormat;
 
 struct ChromeTraceOptions {
   double us_per_unit = 1000.0;  // trace timestamps are microseconds; configs default to ms
@@ -27,13 +27,13 @@ struct ChromeTraceOptions {
 void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
                         const ChromeTraceOptions& options);
 void write_chrome_trace(std::ostream& out, const record::RunRecord& rec,
-                        const ChromeTraceOptions& options, TraceFormat format);
+                        const ChromeTraceOptions& options, const TraceFormat& format);
 
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options);
 void write_chrome_trace(std::ostream& out, const record::Trace& trace,
                         const schedules::Program& program, const ChromeTraceOptions& options,
-                        TraceFormat format);
+                        const TraceFormat& format);
 
 // Several runs in one trace, one process group each (e.g. a simulated and a measured run of one
 // config): run k's ranks are processes named "<label> rank N", after the ranks of the runs
@@ -45,6 +45,6 @@ struct LabelledRun {
 void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
                         const ChromeTraceOptions& options);
 void write_chrome_trace(std::ostream& out, std::span<const LabelledRun> runs,
-                        const ChromeTraceOptions& options, TraceFormat format);
+                        const ChromeTraceOptions& options, const TraceFormat& format);
 
 }  // namespace ppsim::viz

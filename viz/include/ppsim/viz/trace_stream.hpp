@@ -1,10 +1,9 @@
 #pragma once
 // A trace written while the run happens: an Observer that encodes each event as it arrives into
-// a reusable buffer and hands it to the stream, so its memory does not grow with the run. Three
-// file formats, picked from the file name (trace_format_for):
-//  - json:     Chrome trace event JSON (Perfetto, chrome://tracing), as write_chrome_trace;
-//  - json_gz:  the same bytes gzip-compressed (Perfetto opens .json.gz directly);
-//  - perfetto: Perfetto's protobuf trace (TrackEvents), several times smaller and faster to load.
+// a reusable buffer and hands it to the stream, so its memory does not grow with the run. The
+// file formats are registered (trace_format.hpp): json (Chrome trace event JSON, as
+// write_chrome_trace), json.gz (the same bytes gzip-compressed) and pftrace (Perfetto's protobuf
+// TrackEvents, several times smaller and faster to load).
 // The same content in each: a process per rank, compute and comm-op tracks, one track per peer
 // and direction for transfers with flows send -> receive, memory and in-flight counters (a sample
 // only when the value changed), and from a run record the config, metrics and verdict, and where
@@ -22,6 +21,7 @@
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/schedules/semantics.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
+#include "ppsim/viz/trace_format.hpp"
 
 namespace ppsim::viz {
 
@@ -30,14 +30,9 @@ class ByteSink;
 class TraceEncoder;
 }  // namespace detail
 
-enum class TraceFormat { json, json_gz, perfetto };
-std::string_view to_string(TraceFormat format);
-// ".pftrace" or ".perfetto-trace": perfetto; ".gz": json_gz; anything else: json.
-TraceFormat trace_format_for(std::string_view path);
-
 class TraceStream : public record::Observer {
  public:
-  TraceStream(std::ostream& out, TraceFormat format);
+  TraceStream(std::ostream& out, const TraceFormat& format);
   ~TraceStream() override;
   TraceStream(const TraceStream&) = delete;
   TraceStream& operator=(const TraceStream&) = delete;

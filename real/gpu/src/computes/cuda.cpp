@@ -602,10 +602,14 @@ class CudaCompute final : public Compute {
 
 }  // namespace
 
-void register_cuda_compute(ComputeRegistry& registry) {
+}  // namespace ppsim::real::gpu
+
+namespace ppsim::real::gpu::computes {
+
+void register_cuda(ComputeRegistry& registry) {
   registry.add({"cuda",
                 "each op runs the cuBLAS GEMMs of the `model` section's MLP block on the GPU",
                 [] { return std::make_unique<CudaCompute>(); }});
 }
 
-}  // namespace ppsim::real::gpu
+}  // namespace ppsim::real::gpu::computes

@@ -369,11 +369,15 @@ class NcclTransport final : public Transport {
 
 }  // namespace
 
-void register_nccl_transport(TransportRegistry& registry) {
+}  // namespace ppsim::real::gpu
+
+namespace ppsim::real::gpu::transports {
+
+void register_nccl(TransportRegistry& registry) {
   registry.add({"nccl",
                 "one GPU per rank: ncclSend / ncclRecv, a batch of asynchronous ops as "
                 "one NCCL group",
                 [] { return std::make_unique<NcclTransport>(); }});
 }
 
-}  // namespace ppsim::real::gpu
+}  // namespace ppsim::real::gpu::transports

@@ -12,17 +12,11 @@
 #include <memory>
 
 #include "decimal.hpp"
-#include "ppsim/base/enum_names.hpp"
 #include "ppsim/base/huge_pages.hpp"
+#include "ppsim/viz/trace_format.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz::detail {
-
-std::string_view to_string(TraceCategory c) {
-  constexpr std::array<std::string_view, 5> kNames = {"compute", "comm", "transfer", "deadlock",
-                                                      "run"};
-  return base::enum_value(c, kNames, std::string_view());
-}
 
 namespace {
 
@@ -304,3 +298,17 @@ std::unique_ptr<TraceEncoder> make_json_encoder(ByteSink& out) {
 }
 
 }  // namespace ppsim::viz::detail
+
+namespace ppsim::viz::trace_formats {
+
+// The default: a file name no format claims is written as JSON.
+void register_json(TraceFormatRegistry& registry) {
+  registry.add({"json",
+                {"chrome"},
+                {".json"},
+                "FILE.json (Chrome JSON)",
+                detail::make_stream_sink,
+                detail::make_json_encoder});
+}
+
+}  // namespace ppsim::viz::trace_formats

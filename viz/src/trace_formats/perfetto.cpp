@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ppsim/viz/trace_format.hpp"
 #include "trace_encoder.hpp"
 
 namespace ppsim::viz::detail {
@@ -396,3 +397,16 @@ std::unique_ptr<TraceEncoder> make_perfetto_encoder(ByteSink& out) {
 }
 
 }  // namespace ppsim::viz::detail
+
+namespace ppsim::viz::trace_formats {
+
+void register_perfetto(TraceFormatRegistry& registry) {
+  registry.add({"pftrace",
+                {"perfetto"},
+                {".pftrace", ".perfetto-trace"},
+                "FILE.pftrace (Perfetto protobuf)",
+                detail::make_stream_sink,
+                detail::make_perfetto_encoder});
+}
+
+}  // namespace ppsim::viz::trace_formats

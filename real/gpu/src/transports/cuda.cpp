@@ -562,11 +562,15 @@ class CudaTransport final : public Transport {
 
 }  // namespace
 
-void register_cuda_transport(TransportRegistry& registry) {
+}  // namespace ppsim::real::gpu
+
+namespace ppsim::real::gpu::transports {
+
+void register_cuda(TransportRegistry& registry) {
   registry.add({"cuda",
                 "several ranks on one GPU: device-to-device copies, SMs split by green "
                 "contexts where the driver has them",
                 [] { return std::make_unique<CudaTransport>(); }});
 }
 
-}  // namespace ppsim::real::gpu
+}  // namespace ppsim::real::gpu::transports
