@@ -41,6 +41,7 @@ json to_json(const profile::Imported& im) {
                      {"step", r.step},
                      {"offset", r.offset},
                      {"device_timed", r.device},
+                     {"kernel_timed", r.launched},
                      {"start", rm.start},
                      {"end", rm.end},
                      {"busy", rm.busy},
@@ -51,9 +52,17 @@ json to_json(const profile::Imported& im) {
           {"stages", rec.program->stages()},
           {"microbatches", rec.program->microbatches()},
           {"latency", im.latency},
+          {"bandwidth", im.bandwidth},
           {"launch_overhead", im.launch_overhead},
           {"measured",
-           {{"makespan", m.makespan}, {"bubble_fraction", m.bubble_fraction}, {"per_rank", ranks}}},
+           {{"makespan", m.makespan},
+            {"bubble_fraction", m.bubble_fraction},
+            {"per_rank", ranks},
+            {"transfers",
+             {{"pairs", im.transfers.pairs},
+              {"unpaired", im.transfers.unpaired},
+              {"median", im.transfers.median},
+              {"sizes", im.transfers.sizes}}}}},
           {"calibrated", profile::calibration_fragment(im.calibrated, im.measured.program.get())}};
 }
 
@@ -77,10 +86,20 @@ std::string text(const profile::Imported& im) {
                        r.step < 0 ? std::string("-") : std::to_string(r.step), p.ops(r.rank).size(),
                        r.offset, rm.busy, rm.end);
   }
-  out += fmt::format(
-      "  measured makespan {:.4f} {}, bubble {:.4f}; one-way latency {:.4f} {} (from the pairs), "
-      "launch overhead {:.4f} {}\n",
-      m.makespan, u, m.bubble_fraction, im.latency, u, im.launch_overhead, u);
+  out += fmt::format("  measured makespan {:.4f} {}, bubble {:.4f}; launch overhead {:.4f} {}\n",
+                     m.makespan, u, m.bubble_fraction, im.launch_overhead, u);
+  const auto& tr = im.transfers;
+  if (tr.pairs > 0)
+    out += fmt::format(
+        "  transfers: {} paired ({} unpaired), median {:.4f} {}; latency {:.4f} {}, bandwidth {}\n",
+        tr.pairs, tr.unpaired, tr.median, u, im.latency, u,
+        im.bandwidth > 0 ? fmt::format("{:.4g} bytes/{}", im.bandwidth, u)
+                         : std::string("- (one message size: all in the latency)"));
+  else
+    out += fmt::format(
+        "  transfers: none paired ({} sends and receives unpaired); one-way "
+        "latency {:.4f} {} (from the actions' pairs)\n",
+        tr.unpaired, im.latency, u);
   out += "\n  costs measured (mean per stage, stalls left out):\n";
   out += fmt::format("  {:>5} {:>4} {:>10} {:>10} {:>10} {:>10}\n", "stage", "rank", "F", "I", "W",
                      "B");

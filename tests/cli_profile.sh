@@ -30,6 +30,10 @@ for r in j["measured"]["per_rank"]:
     want = [op for op in lines[r["rank"]].split(",") if re.fullmatch(r"\d+[FBIW]\d+", op)]
     assert r["ops"].split(",") == want, (r["rank"], r["ops"][:80], want[:8])
     assert r["file"].endswith(f"rank{r['rank']}.json"), r
+# Every transfer (3 boundaries x 8 microbatches, each way) a send paired with its receive.
+t = j["measured"]["transfers"]
+assert t["pairs"] == 48 and t["unpaired"] == 0 and len(t["sizes"]) == 1, t
+assert j["calibrated"]["comm"]["latency"] > 0, j["calibrated"]["comm"]
 frag = json.load(open(sys.argv[3]))
 assert frag == j["calibrated"], "the -o fragment is the --json one"
 # Measured on the host, so no bound on how fast it was (a sanitizer build runs far slower): the

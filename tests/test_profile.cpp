@@ -12,6 +12,7 @@
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/profile/kineto.hpp"
 #include "ppsim/sim/analysis.hpp"
+#include "transfers.hpp"
 
 using namespace ppsim;
 using nlohmann::json;
@@ -27,7 +28,7 @@ json uneven(const std::string& kind, int P, int M) {
   return {{"name", kind},
           {"schedule", {{"kind", kind}, {"ranks", P}, {"microbatches", M}}},
           {"costs", {{"per_stage", per_stage}}},
-          {"comm", {{"latency", 0.02}}}};
+          {"comm", {{"latency", 0.02}, {"boundary_bytes", 1 << 20}}}};
 }
 
 // The run's traces as a profiler would leave them: each rank's clock shifted, each duration off
@@ -37,7 +38,7 @@ std::vector<json> profiled(const record::RunRecord& run, const std::vector<doubl
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("ppsim-profile-" + std::to_string(seed))).string();
   profile::write_traces(run, dir);
-  std::mt19937 rng(seed);
+  std::mt19937 rng(seed), other(seed + 1);
   std::uniform_real_distribution<double> noise(-0.03, 0.03);
   std::vector<json> out;
   for (int r = 0; r < run.program->ranks(); ++r) {
@@ -50,11 +51,16 @@ std::vector<json> profiled(const record::RunRecord& run, const std::vector<doubl
       std::map<std::string, double> scale;  // the same noise on the CPU and the GPU side
       for (json e : doc["traceEvents"]) {
         e["ts"] = e["ts"].get<double>() + shift;
+        if (e.contains("args") && e["args"].contains("correlation"))  // unique in a trace
+          e["args"]["correlation"] = e["args"]["correlation"].get<int>() + step * 1'000'000;
         if (e["name"] == "ProfilerStep#0") {
           e["name"] = "ProfilerStep#" + std::to_string(step);
         } else {
           auto [it, fresh] = scale.emplace(e["name"].get<std::string>(), 0.0);
-          if (fresh) it->second = 1 + noise(rng);
+          // (The actions' noise from a generator of their own: the same draws whatever else
+          // the trace holds.)
+          if (fresh)
+            it->second = 1 + noise(e["name"].get<std::string>().starts_with("PP:") ? rng : other);
           e["dur"] = e["dur"].get<double>() * it->second;
         }
         events.push_back(e);
@@ -140,6 +146,13 @@ TEST_CASE("imported traces give back order, costs and makespan", "[profile]") {
     for (int r = 0; r < P; ++r)
       REQUIRE(im.ranks[static_cast<std::size_t>(r)].offset ==
               Approx(-(offsets[static_cast<std::size_t>(r)] - offsets[0])).margin(0.1));
+    // The transfers: every send paired with its receive, timed without the wait for the peer;
+    // one message size, so the link's time is all latency (the truth's 0.02).
+    REQUIRE(im.transfers.pairs > 0);
+    REQUIRE(im.transfers.unpaired == 0);
+    REQUIRE(im.transfers.sizes.size() == 1);
+    REQUIRE(im.latency == Approx(0.02).epsilon(0.04));
+    REQUIRE(im.bandwidth == 0);
     const double measured = im.measured.metrics->makespan;
     REQUIRE(measured == Approx(truth.metrics->makespan).epsilon(0.05));
     json replay = profile::calibration_fragment(im.calibrated);
@@ -229,4 +242,122 @@ TEST_CASE("a map file names other frameworks' ranges", "[profile]") {
   std::ofstream(map) << R"J({"actions": [{"pattern": "(", "kind": "F", "microbatch": 1}]})J";
   REQUIRE_THROWS_WITH(profile::read_map(map), Catch::Contains("actions[0].pattern"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an action without a GPU annotation is timed by the kernels it launched", "[profile]") {
+  // Two ranks, F then B; the GPU runs each action's kernels 40 us after their launch, and a
+  // kernel launched from another thread inside the range does not count.
+  auto rank = [](int r, double off) {
+    json e = json::array();
+    std::int64_t corr = 100 * (r + 1);
+    auto action = [&](const std::string& name, double ts, double gpu_len) {
+      e.push_back({{"ph", "X"},
+                   {"cat", "user_annotation"},
+                   {"name", name},
+                   {"ts", ts},
+                   {"dur", 10},
+                   {"tid", 1}});
+      for (int k = 0; k < 2; ++k) {
+        ++corr;
+        e.push_back({{"ph", "X"},
+                     {"cat", "cuda_runtime"},
+                     {"name", "cudaLaunchKernel"},
+                     {"ts", ts + 1 + 4 * k},
+                     {"dur", 2},
+                     {"tid", 1},
+                     {"args", {{"correlation", corr}}}});
+        e.push_back({{"ph", "X"},
+                     {"cat", "kernel"},
+                     {"name", "sm90_gemm"},
+                     {"ts", ts + 40 + k * gpu_len / 2},
+                     {"dur", gpu_len / 2},
+                     {"tid", 7},
+                     {"args", {{"correlation", corr}}}});
+      }
+      ++corr;  // another thread's launch inside the range, its kernel much later
+      e.push_back({{"ph", "X"},
+                   {"cat", "cuda_runtime"},
+                   {"name", "cudaLaunchKernel"},
+                   {"ts", ts + 3},
+                   {"dur", 1},
+                   {"tid", 2},
+                   {"args", {{"correlation", corr}}}});
+      e.push_back({{"ph", "X"},
+                   {"cat", "kernel"},
+                   {"name", "other"},
+                   {"ts", ts + 900},
+                   {"dur", 5},
+                   {"tid", 7},
+                   {"args", {{"correlation", corr}}}});
+    };
+    action("PP:" + std::to_string(r) + "F0", off + 100 * r, 60);
+    action("PP:" + std::to_string(r) + "B0", off + 1000 - 100 * r, 120);
+    return profile::parse_trace(json{{"traceEvents", e}}.dump(), "r" + std::to_string(r),
+                                profile::default_patterns());
+  };
+  const auto t0 = rank(0, 0);
+  REQUIRE(t0.launches.size() == 6);
+  REQUIRE(t0.device.size() == 6);
+  const auto im =
+      profile::import_traces({t0, rank(1, 5000)}, {.step = std::nullopt, .time_unit = "us"});
+  for (const auto& r : im.ranks) {
+    REQUIRE(r.device == 2);
+    REQUIRE(r.launched == 2);
+  }
+  REQUIRE(im.calibrated.costs.stages[0].forward == Approx(60));
+  REQUIRE(im.calibrated.costs.stages[1].backward == Approx(120));
+}
+
+TEST_CASE("sends and receives are paired across ranks and fit the link", "[profile]") {
+  // record_param_comms as ProcessGroupNCCL writes it: the peer's group rank in "Rank", through
+  // "Process Group Ranks" (here as text), or "Dst Rank" / "Src Rank"; bytes from the dtype.
+  const auto t = profile::parse_trace(R"({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 5, "dur": 3, "tid": 1,
+       "args": {"Collective name": "send", "In msg nelems": 1024, "Out msg nelems": 1024,
+                "dtype": "BFloat16", "Rank": 1, "Process Group Ranks": "[4, 6]"}},
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 9, "dur": 3,
+       "args": {"Collective name": "recv", "Out msg nelems": 10, "dtype": "Float",
+                "Src Rank": 2}},
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 9, "dur": 3,
+       "args": {"Collective name": "allreduce", "In msg nelems": 10, "dtype": "Float"}},
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 9, "dur": 3,
+       "args": {"Collective name": "send", "In msg nelems": 10, "dtype": "Quaternion",
+                "Rank": 0}}]})",
+                                      "c.json", profile::default_patterns());
+  REQUIRE(t.comms.size() == 3);  // the allreduce is not point-to-point
+  CHECK(t.comms[0].send);
+  CHECK(t.comms[0].peer == 6);
+  CHECK(t.comms[0].bytes == 2048);
+  CHECK(t.comms[0].tid == 1);
+  CHECK(!t.comms[1].send);
+  CHECK(t.comms[1].peer == 2);
+  CHECK(t.comms[1].bytes == 40);
+  CHECK(t.comms[2].bytes == -1);  // a dtype of unknown size
+
+  // Pairing: the k-th send from a to b with the k-th receive on b from a; a send with no
+  // receive, and one to a rank outside the run, are left over.
+  using profile::detail::TimedComm;
+  std::vector<std::vector<TimedComm>> by_rank = {
+      {{true, 1, 100, 0, 5, true},
+       {true, 1, 300, 10, 15, true},
+       {true, 1, 100, 20, 21, true},
+       {true, 9, 100, 0, 1, true}},
+      {{false, 0, 100, 2, 6, true}, {false, 0, 300, 11, 17, true}}};
+  std::size_t unpaired = 0;
+  const auto pairs = profile::detail::pair_transfers(by_rank, unpaired);
+  REQUIRE(pairs.size() == 2);
+  CHECK(unpaired == 2);
+  CHECK(pairs[1].bytes == 300);
+  CHECK(pairs[1].send_start == 10);
+  CHECK(pairs[1].recv_end == 17);
+  CHECK(pairs[1].device);
+
+  // t = latency + bytes / bandwidth: two sizes give both; one size puts it all in the latency.
+  const auto two = profile::detail::fit_link({{1000, 3.0}, {3000, 7.0}, {1000, 3.0}});
+  CHECK(two.latency == Approx(1.0));
+  CHECK(two.bandwidth == Approx(500.0));
+  const auto one = profile::detail::fit_link({{1000, 3.0}, {1000, 4.0}, {1000, 3.5}});
+  CHECK(one.latency == Approx(3.5));
+  CHECK(one.bandwidth == 0);
+  CHECK(profile::detail::fit_link({}).latency == 0);
 }

@@ -11,6 +11,7 @@
 #include "ppsim/profile/kineto.hpp"
 #include "ppsim/real/comparison.hpp"
 #include "ppsim/record/metrics.hpp"
+#include "transfers.hpp"
 
 namespace ppsim::profile {
 
@@ -25,6 +26,7 @@ struct Action {
   double start, end;  // microseconds, the rank's clock
   bool device;
   std::size_t index;
+  bool launched = false;  // timed by the kernels it launched
 };
 
 struct Key {
@@ -95,10 +97,16 @@ const RangeEvent* pick_step(const RankTrace& t, const ImportOptions& o) {
   return best;
 }
 
+bool in_step(const RangeEvent* step, double ts) {
+  return !step || (ts >= step->ts && ts < step->ts + step->dur);
+}
+
 // The actions of one trace within its step: each timed on the GPU side where the trace has it
-// (the n-th device range of a name after the CPU range), else on the CPU side.
+// (the n-th device range of a name after the CPU range; else the kernels launched inside the
+// CPU range), else on the CPU side.
 std::vector<Action> actions_of(const RankTrace& t, const RangeEvent* step,
-                               const std::vector<ActionPattern>& patterns, int rank) {
+                               const std::vector<ActionPattern>& patterns, int rank,
+                               const detail::Launched& launched) {
   std::vector<const RangeEvent*> cpu;
   std::map<std::string, std::vector<const RangeEvent*>> gpu;
   for (const auto& r : t.ranges) {
@@ -106,7 +114,7 @@ std::vector<Action> actions_of(const RankTrace& t, const RangeEvent* step,
       gpu[r.name].push_back(&r);
       continue;
     }
-    if (step && (r.ts < step->ts || r.ts >= step->ts + step->dur)) continue;
+    if (!in_step(step, r.ts)) continue;
     cpu.push_back(&r);
   }
   for (auto& [name, list] : gpu)
@@ -135,6 +143,12 @@ std::vector<Action> actions_of(const RankTrace& t, const RangeEvent* step,
         ++k;
       }
     }
+    if (!a.device)
+      if (const auto span = launched.span(c->ts, c->dur, c->tid)) {
+        a.start = span->first;
+        a.end = span->second;
+        a.device = a.launched = true;
+      }
     out.push_back(a);
   }
   return out;
@@ -148,8 +162,27 @@ std::string what_it_holds(const RankTrace& t) {
                      names.empty() ? "" : ", e.g. " + names);
 }
 
-// The cross-rank pairs (forward s -> s+1, backward s+1 -> s), and the clocks aligned from them.
-detail::Alignment align(const std::vector<std::vector<Action>>& acts, int S) {
+// A trace's sends and receives within its step, timed by their kernels where they launched any.
+std::vector<detail::TimedComm> comms_of(const RankTrace& t, const RangeEvent* step,
+                                        const detail::Launched& launched) {
+  std::vector<detail::TimedComm> out;
+  for (const auto& c : t.comms) {
+    if (!in_step(step, c.ts)) continue;
+    detail::TimedComm x{c.send, c.peer, c.bytes, c.ts, c.ts + c.dur};
+    if (const auto span = launched.span(c.ts, c.dur, c.tid)) {
+      x.start = span->first;
+      x.end = span->second;
+      x.device = true;
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+// The cross-rank pairs (forward s -> s+1, backward s+1 -> s; a transfer's receive cannot end
+// before its send started), and the clocks aligned from them.
+detail::Alignment align(const std::vector<std::vector<Action>>& acts, int S,
+                        const std::vector<detail::TransferPair>& transfers) {
   std::map<Key, std::pair<int, const Action*>> by_key;
   for (std::size_t r = 0; r < acts.size(); ++r)
     for (const auto& x : acts[r]) by_key[{x.kind, x.stage, x.mb}] = {static_cast<int>(r), &x};
@@ -168,7 +201,48 @@ detail::Alignment align(const std::vector<std::vector<Action>>& acts, int S) {
         if (auto prev = find(k, key.stage - 1, key.mb))
           deps.push_back({ra.first, prev->first, ra.second->end, prev->second->start});
   }
+  // Where two ranks' transfers are timed by their kernels, they alone align the pair: they bound
+  // the offset by the transfer itself, where the actions around it add their launch gaps (and a
+  // noisy end may even cross its successor's start).
+  std::set<std::pair<int, int>> timed;
+  for (const auto& t : transfers)
+    if (t.device) timed.insert(std::minmax(t.src, t.dst));
+  std::erase_if(deps, [&](const auto& d) { return timed.count(std::minmax(d.a, d.b)) > 0; });
+  for (const auto& t : transfers)
+    if (t.device) deps.push_back({t.src, t.dst, t.send_start, t.recv_end});
   return detail::align_clocks(static_cast<int>(acts.size()), deps);
+}
+
+// The transfers on the aligned clocks, from when both sides ran to when the first ended, and
+// comm.latency / comm.bandwidth fitted to them (microseconds).
+ImportedTransfers time_transfers(const std::vector<detail::TransferPair>& pairs,
+                                 std::size_t unpaired, const detail::Alignment& al, double per_unit,
+                                 detail::LinkFit& fit) {
+  ImportedTransfers out;
+  out.pairs = pairs.size();
+  out.unpaired = unpaired;
+  std::vector<std::pair<std::int64_t, double>> samples;
+  std::set<std::int64_t> sizes;
+  // Kernel times where both sides have them (a CPU range of an asynchronous op says little).
+  const bool device = std::any_of(pairs.begin(), pairs.end(), [](auto& p) { return p.device; });
+  for (const auto& p : pairs) {
+    if (device && !p.device) continue;
+    const double a = al.offset[static_cast<std::size_t>(p.src)];
+    const double b = al.offset[static_cast<std::size_t>(p.dst)];
+    const double start = std::max(p.send_start + a, p.recv_start + b);
+    const double end = std::min(p.send_end + a, p.recv_end + b);
+    samples.push_back({p.bytes, std::max(0.0, end - start) / per_unit});
+    if (p.bytes >= 0) sizes.insert(p.bytes);
+  }
+  out.sizes.assign(sizes.begin(), sizes.end());
+  fit = detail::fit_link(samples);
+  if (!samples.empty()) {
+    std::vector<double> t;
+    for (const auto& x : samples) t.push_back(x.second);
+    std::sort(t.begin(), t.end());
+    out.median = t[t.size() / 2];
+  }
+  return out;
 }
 
 // Each rank's actions in the order they ran (sorted here), on the aligned clock from the first
@@ -238,6 +312,7 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
   }
   const int P = static_cast<int>(traces.size());
   std::vector<std::vector<Action>> acts(static_cast<std::size_t>(P));
+  std::vector<std::vector<detail::TimedComm>> comms(static_cast<std::size_t>(P));
   Imported out;
   std::map<int, int> stage_rank;
   int S = 0, M = 0;
@@ -245,7 +320,9 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
     const RankTrace& t = traces[order[static_cast<std::size_t>(r)]];
     const RangeEvent* step = pick_step(t, options);
     auto& a = acts[static_cast<std::size_t>(r)];
-    a = actions_of(t, step, patterns, r);
+    const detail::Launched launched(t);
+    a = actions_of(t, step, patterns, r, launched);
+    comms[static_cast<std::size_t>(r)] = comms_of(t, step, launched);
     if (a.empty())
       throw ProfileError(fmt::format(
           "{}: no pipeline actions{}: found {}; PyTorch pipelining names them `PP:<stage><F|B|I|W>"
@@ -257,6 +334,7 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
     ir.step = step ? std::stoi(step->name.substr(13)) : -1;
     for (const auto& x : a) {
       ir.device += x.device;
+      ir.launched += x.launched;
       if (x.stage < 0 || x.stage > 1'000'000 || x.mb > 100'000'000)
         throw ProfileError(
             fmt::format("{}: traceEvents[{}]: stage or microbatch out of range", t.file, x.index));
@@ -286,14 +364,20 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
           traces[order[static_cast<std::size_t>(stage_rank[ks.second])]].file, ks.second,
           set.size(), M, schedules::to_string(ks.first)));
 
-  const detail::Alignment al = align(acts, S);
+  std::size_t unpaired = 0;
+  const auto pairs = detail::pair_transfers(comms, unpaired);
+  const detail::Alignment al = align(acts, S, pairs);
   const double per_unit = config::microseconds_per_unit(options.time_unit);
+  detail::LinkFit fit;
+  out.transfers = time_transfers(pairs, unpaired, al, per_unit, fit);
   record::Trace trace = measured_trace(acts, al, per_unit, options.time_unit);
   for (int r = 0; r < P; ++r)
     out.ranks[static_cast<std::size_t>(r)].offset =
         al.offset[static_cast<std::size_t>(r)] / per_unit;
   auto program = program_of(acts, stage_rank, S, M);
-  out.latency = al.latency / per_unit;
+  // The link: fitted to the transfers where the traces have them, else the actions' own bound.
+  out.latency = pairs.empty() ? al.latency / per_unit : fit.latency;
+  out.bandwidth = pairs.empty() ? 0.0 : fit.bandwidth;
   record::RunRecord& rec = out.measured;
   rec.info.name = "imported profile";
   rec.info.source = traces.front().file;
@@ -311,7 +395,7 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
   base.costs = model::CostModel::uniform(S, {});
   out.calibrated = real::calibrated(base, rec);
   out.calibrated.network.latency = out.latency;
-  out.calibrated.network.bandwidth = 0;
+  out.calibrated.network.bandwidth = out.bandwidth;
   out.launch_overhead = out.calibrated.costs.launch_overhead;
   return out;
 }

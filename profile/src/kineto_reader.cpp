@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -68,6 +69,99 @@ double number(const json& e, const char* key, const std::string& where) {
         fmt::format("{}: key '{}': expected a finite number, got {}", where, key,
                     it == e.end() ? std::string("nothing") : base::excerpt(it->dump(), 60)));
   return it->get<double>();
+}
+
+// An integer arg (a number, or a string of digits as some writers leave them); nullopt else.
+std::optional<std::int64_t> int_arg(const json& args, const char* key) {
+  const auto it = args.find(key);
+  if (it == args.end()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 9e15)
+      return static_cast<std::int64_t>(v);
+    return std::nullopt;
+  }
+  if (it->is_string()) {
+    const std::string& t = it->get_ref<const std::string&>();
+    if (!t.empty() && t.size() <= 15 && t.find_first_not_of("0123456789") == std::string::npos)
+      return std::stoll(t);
+  }
+  return std::nullopt;
+}
+
+// Bytes per element of the dtypes record_param_comms names (c10's ScalarType names); 0: unknown.
+int dtype_bytes(const std::string& d) {
+  static const std::pair<const char*, int> kSizes[] = {
+      {"Float", 4},         {"Double", 8},        {"Half", 2},        {"BFloat16", 2},
+      {"Byte", 1},          {"Char", 1},          {"Bool", 1},        {"Short", 2},
+      {"Int", 4},           {"Long", 8},          {"UInt16", 2},      {"UInt32", 4},
+      {"UInt64", 8},        {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"ComplexFloat", 8},
+      {"ComplexDouble", 16}};
+  for (const auto& [name, size] : kSizes)
+    if (d == name) return size;
+  return 0;
+}
+
+// "Process Group Ranks": a list of ints, or its text ("[0, 1]"). Empty when neither.
+std::vector<std::int64_t> group_ranks(const json& args) {
+  const auto it = args.find("Process Group Ranks");
+  std::vector<std::int64_t> out;
+  if (it == args.end()) return out;
+  if (it->is_array()) {
+    for (const auto& v : *it) {
+      if (!v.is_number_integer()) return {};
+      out.push_back(v.get<std::int64_t>());
+    }
+    return out;
+  }
+  if (!it->is_string()) return out;
+  std::int64_t cur = -1;
+  for (const char c : it->get_ref<const std::string&>()) {
+    if (c >= '0' && c <= '9') {
+      cur = (cur < 0 ? 0 : cur) * 10 + (c - '0');
+      if (cur > 1'000'000) return {};
+    } else if (c == ',' || c == ']') {
+      if (cur >= 0) out.push_back(cur);
+      cur = -1;
+    } else if (c != '[' && c != ' ') {
+      return {};
+    }
+  }
+  return out;
+}
+
+// A record_param_comms range of a send or a receive, else nullopt. Its peer: "Dst Rank" /
+// "Src Rank" (global), else "Rank" (the peer's rank in its group, PyTorch's ProcessGroupNCCL
+// passes it so) through "Process Group Ranks".
+std::optional<CommEvent> comm_event(const json& e) {
+  const auto a = e.find("args");
+  if (a == e.end() || !a->is_object()) return std::nullopt;
+  const auto coll = a->find("Collective name");
+  if (coll == a->end() || !coll->is_string()) return std::nullopt;
+  const std::string& c = coll->get_ref<const std::string&>();
+  CommEvent out;
+  if (c == "send" || c == "isend")
+    out.send = true;
+  else if (c != "recv" && c != "irecv")
+    return std::nullopt;
+  std::optional<std::int64_t> peer = int_arg(*a, out.send ? "Dst Rank" : "Src Rank");
+  if (!peer) {
+    peer = int_arg(*a, "Rank");
+    const auto ranks = group_ranks(*a);
+    if (peer && !ranks.empty())
+      peer = *peer >= 0 && *peer < static_cast<std::int64_t>(ranks.size())
+                 ? std::optional(ranks[static_cast<std::size_t>(*peer)])
+                 : std::nullopt;
+  }
+  if (!peer || *peer < 0 || *peer > 1'000'000) return std::nullopt;
+  out.peer = static_cast<int>(*peer);
+  const auto nelems =
+      std::max(int_arg(*a, "In msg nelems").value_or(0), int_arg(*a, "Out msg nelems").value_or(0));
+  const auto dtype = a->find("dtype");
+  const int size = dtype != a->end() && dtype->is_string() ? dtype_bytes(*dtype) : 0;
+  if (size > 0 && nelems > 0 && nelems < (std::int64_t{1} << 50)) out.bytes = nelems * size;
+  return out;
 }
 
 }  // namespace
@@ -167,12 +261,51 @@ RankTrace parse_trace(std::string_view text, const std::string& source,
     if (name == parsed.end() || !name->is_string() || ph == parsed.end() || *ph != "X")
       return false;
     const std::string& n = name->get_ref<const std::string&>();
+    auto note = [&] {  // a name that is not an action, for the message when no action is found
+      if (t.sample.size() < 6 && std::find(t.sample.begin(), t.sample.end(), n) == t.sample.end())
+        t.sample.push_back(base::excerpt(n, 60));
+    };
+    const auto cat_it = parsed.find("cat");
+    const std::string_view cat = cat_it != parsed.end() && cat_it->is_string()
+                                     ? std::string_view(cat_it->get_ref<const std::string&>())
+                                     : std::string_view();
+    const auto args = parsed.find("args");
+    const bool has_args = args != parsed.end() && args->is_object();
+    // Launches and the GPU activity they started, by correlation id (times checked as ranges').
+    if (has_args && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "kernel" ||
+                     cat == "gpu_memcpy" || cat == "gpu_memset")) {
+      note();
+      const auto corr = int_arg(*args, "correlation");
+      if (!corr) return false;
+      const std::string where =
+          fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
+      const double ts = number(parsed, "ts", where);
+      if (cat == "cuda_runtime" || cat == "cuda_driver") {
+        t.launches.push_back({ts, *corr, int_arg(parsed, "tid").value_or(-1)});
+      } else {
+        const double dur = number(parsed, "dur", where);
+        if (dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
+        t.device.push_back({ts, dur, *corr});
+      }
+      return false;
+    }
+    if (n == "record_param_comms") {
+      if (auto c = comm_event(parsed)) {
+        const std::string where = fmt::format("{}: traceEvents[{}] ('{}')", source, i, n);
+        c->ts = number(parsed, "ts", where);
+        c->dur = number(parsed, "dur", where);
+        if (c->dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
+        c->tid = int_arg(parsed, "tid").value_or(-1);
+        c->index = i;
+        t.comms.push_back(*c);
+      }
+      return false;
+    }
     const bool step = n.rfind("ProfilerStep#", 0) == 0;
     bool action = false;
     for (const auto& p : patterns) action = action || std::regex_match(n, p.regex);
     if (!step && !action) {
-      if (t.sample.size() < 6 && std::find(t.sample.begin(), t.sample.end(), n) == t.sample.end())
-        t.sample.push_back(base::excerpt(n, 60));
+      note();
       return false;
     }
     const std::string where =
@@ -183,8 +316,8 @@ RankTrace parse_trace(std::string_view text, const std::string& source,
     r.dur = number(parsed, "dur", where);
     if (r.dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
     r.index = i;
-    const auto cat = parsed.find("cat");
-    r.device = cat != parsed.end() && cat->is_string() && *cat == "gpu_user_annotation";
+    r.tid = int_arg(parsed, "tid").value_or(-1);
+    r.device = cat == "gpu_user_annotation";
     (step ? t.steps : t.ranges).push_back(std::move(r));
     return false;
   };

@@ -43,6 +43,57 @@ void write_traces(const record::RunRecord& run, const std::string& dir, double o
     last[static_cast<std::size_t>(s.rank)] =
         std::max(last[static_cast<std::size_t>(s.rank)], ts + dur);
   }
+  // Each transfer as ProcessGroupNCCL leaves it on both ranks: a record_param_comms range (its
+  // "Rank" the peer's), the launch inside it and the SendRecv kernel that launch ran, tied by a
+  // correlation id, the kernel spanning the transfer.
+  std::int64_t correlation = 0;
+  nlohmann::json group = nlohmann::json::array();
+  for (int r = 0; r < P; ++r) group.push_back(r);
+  for (const auto& t : run.trace->transfers) {
+    if (t.src_rank < 0 || t.src_rank >= P || t.dst_rank < 0 || t.dst_rank >= P) continue;
+    const double ts = origin_us + t.start * scale, dur = (t.end - t.start) * scale;
+    for (const bool send : {true, false}) {
+      const int rank = send ? t.src_rank : t.dst_rank;
+      const int peer = send ? t.dst_rank : t.src_rank;
+      auto& ev = events[static_cast<std::size_t>(rank)];
+      auto& f = first[static_cast<std::size_t>(rank)];  // the step holds the transfers too
+      if (f < 0 || ts < f) f = ts;
+      last[static_cast<std::size_t>(rank)] =
+          std::max(last[static_cast<std::size_t>(rank)], ts + dur);
+      const std::int64_t id = ++correlation;
+      ev.push_back({{"ph", "X"},
+                    {"cat", "cpu_op"},
+                    {"name", "record_param_comms"},
+                    {"pid", rank},
+                    {"tid", 1},
+                    {"ts", ts},
+                    {"dur", dur},
+                    {"args",
+                     {{"Collective name", send ? "send" : "recv"},
+                      {"In msg nelems", t.bytes},
+                      {"Out msg nelems", t.bytes},
+                      {"dtype", "Byte"},
+                      {"Group size", P},
+                      {"Process Group Ranks", group},
+                      {"Rank", peer}}}});
+      ev.push_back({{"ph", "X"},
+                    {"cat", "cuda_runtime"},
+                    {"name", "cudaLaunchKernelExC"},
+                    {"pid", rank},
+                    {"tid", 1},
+                    {"ts", ts},
+                    {"dur", 0},
+                    {"args", {{"correlation", id}}}});
+      ev.push_back({{"ph", "X"},
+                    {"cat", "kernel"},
+                    {"name", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"},
+                    {"pid", rank},
+                    {"tid", 8},
+                    {"ts", ts},
+                    {"dur", dur},
+                    {"args", {{"correlation", id}, {"stream", 8}}}});
+    }
+  }
   for (int r = 0; r < P; ++r) {
     auto& ev = events[static_cast<std::size_t>(r)];
     const double f = std::max(0.0, first[static_cast<std::size_t>(r)]);

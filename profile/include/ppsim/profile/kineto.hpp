@@ -44,13 +44,40 @@ struct RangeEvent {
   bool device = false;     // the GPU side (gpu_user_annotation), else the CPU range
   double ts = 0, dur = 0;  // microseconds, the rank's own clock
   std::size_t index = 0;   // in traceEvents, for messages
+  std::int64_t tid = -1;   // the CPU thread (-1: not given)
+};
+
+// A launch on the CPU (cuda_runtime / cuda_driver) and what it ran on the GPU (kernel, memcpy,
+// memset), tied by their `correlation` id: the device time of a CPU range whose GPU side has no
+// annotation is that of the kernels launched inside it.
+struct LaunchEvent {
+  double ts = 0;
+  std::int64_t correlation = 0, tid = -1;
+};
+struct DeviceEvent {
+  double ts = 0, dur = 0;
+  std::int64_t correlation = 0;
+};
+
+// A point-to-point op (`record_param_comms` with Collective name send or recv): its peer's
+// global rank, its message size, and its CPU range.
+struct CommEvent {
+  bool send = false;
+  int peer = -1;
+  std::int64_t bytes = -1;  // -1: the dtype is not one whose size is known
+  double ts = 0, dur = 0;
+  std::int64_t tid = -1;
+  std::size_t index = 0;
 };
 
 struct RankTrace {
   std::string file;
-  int rank = -1;                    // distributedInfo.rank, or -1 when the file does not say
-  std::vector<RangeEvent> steps;    // ProfilerStep#N
-  std::vector<RangeEvent> ranges;   // ranges whose names a pattern matches
+  int rank = -1;                   // distributedInfo.rank, or -1 when the file does not say
+  std::vector<RangeEvent> steps;   // ProfilerStep#N
+  std::vector<RangeEvent> ranges;  // ranges whose names a pattern matches
+  std::vector<CommEvent> comms;    // sends and receives
+  std::vector<LaunchEvent> launches;
+  std::vector<DeviceEvent> device;  // GPU activity with a correlation id
   std::size_t events = 0;           // traceEvents read in all
   std::vector<std::string> sample;  // a few other names, for "found instead" messages
 };
@@ -71,15 +98,29 @@ struct ImportOptions {
 struct ImportedRank {
   std::string file;
   int rank = 0;
-  int step = -1;           // the profiler step used, -1: the whole trace (no steps in it)
-  double offset = 0;       // added to its clock to align it (time unit)
-  std::size_t device = 0;  // actions timed on the GPU side
+  int step = -1;             // the profiler step used, -1: the whole trace (no steps in it)
+  double offset = 0;         // added to its clock to align it (time unit)
+  std::size_t device = 0;    // actions timed on the GPU side (annotation or kernels)
+  std::size_t launched = 0;  // of those, timed by the kernels launched inside the CPU range
+};
+
+// The point-to-point transfers: each send paired with its receive on the peer (the k-th send
+// from a to b with the k-th receive on b from a, as NCCL matches them), timed on the aligned
+// clocks from when both ran to when the first ended (the wait for the peer left out).
+struct ImportedTransfers {
+  std::size_t pairs = 0, unpaired = 0;
+  double median = 0;                // transfer time (time unit)
+  std::vector<std::int64_t> sizes;  // the distinct message sizes (bytes)
 };
 
 struct Imported {
   record::RunRecord measured;  // origin "measured": program, trace, metrics
   std::vector<ImportedRank> ranks;
-  double latency = 0;  // one-way hop estimated from the pairs (time unit)
+  ImportedTransfers transfers;
+  // comm.latency and comm.bandwidth (bytes per time unit; 0: no bandwidth term): fitted to the
+  // transfers (one message size: its median time is the latency), else the one-way hop the
+  // actions' own pairs bound.
+  double latency = 0, bandwidth = 0;
   // The host's time to launch an op: the median gap before the actions whose input was already
   // there (time unit). Measured and reported; the cost model does not add it yet.
   double launch_overhead = 0;
@@ -101,8 +142,9 @@ nlohmann::json calibration_fragment(const model::Model& m,
                                     const schedules::Program* measured_on = nullptr);
 
 // Writes a measured (or simulated) run as Kineto traces, `DIR/rank<r>.json`: one ProfilerStep#0,
-// the compute actions as `PP:` ranges on the CPU and GPU side, distributedInfo.rank. Times in
-// microseconds from `origin_us`. Throws ProfileError when a file cannot be written.
+// the compute actions as `PP:` ranges on the CPU and GPU side, each transfer as a send and a
+// receive (record_param_comms, its launch and its SendRecv kernel), distributedInfo.rank. Times
+// in microseconds from `origin_us`. Throws ProfileError when a file cannot be written.
 void write_traces(const record::RunRecord& run, const std::string& dir, double origin_us = 0);
 
 }  // namespace ppsim::profile
