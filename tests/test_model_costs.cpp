@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kSource = "model.json";
+const std::string kModelSource = "model.json";
 
 json base_config(json model, json schedule = {{"kind", "1f1b"}, {"ranks", 4}, {"microbatches", 8}},
                  json hardware = {{"gpu", "h100-sxm"}}) {
@@ -21,7 +21,7 @@ json base_config(json model, json schedule = {{"kind", "1f1b"}, {"ranks", 4}, {"
 }
 
 config::Prepared prepared(const json& j) {
-  return config::prepare(config::parse_config(j, kSource));
+  return config::prepare(config::parse_config(j, kModelSource));
 }
 
 json llama2_70b() {
@@ -153,7 +153,7 @@ TEST_CASE("model_costs.1f1b_s_first_rank_peaks", "[model-costs]") {
   // [s·b·h·(18 + 4f/h)·L + 8·s·b·p + s·b·h·p] / t; the simulated rank 0 holds exactly p
   // microbatches' stashes of its stage at its peak.
   const json j = llama2_70b_on_8();
-  const auto rec = sim::analyze(config::parse_config(j, kSource));
+  const auto rec = sim::analyze(config::parse_config(j, kModelSource));
   REQUIRE(rec.metrics);
   const double s = 4096, b = 1, h = 8192, f = 28672, L = 80, p = 8, t = 8;
   const double megatron = (s * b * h * (18 + 4 * f / h) * L + 8 * s * b * p + s * b * h * p) / t;
@@ -283,13 +283,13 @@ TEST_CASE("model_costs.given_costs_memory_comm_keys", "[model-costs]") {
 TEST_CASE("model_costs.out_memory_byte_less_peak", "[model-costs]") {
   // model: out of memory at one byte less than the peak, ok at the peak
   const json j = llama2_70b_on_8();
-  const auto free = sim::analyze(config::parse_config(j, kSource));
+  const auto free = sim::analyze(config::parse_config(j, kModelSource));
   REQUIRE(free.ok());
   const std::int64_t peak = free.metrics->per_rank[0].peak_memory_bytes;
   for (const std::int64_t limit : {peak - 1, peak}) {
     json one = j;
     one["hardware"]["memory_bytes"] = limit;
-    const auto rec = sim::analyze(config::parse_config(one, kSource));
+    const auto rec = sim::analyze(config::parse_config(one, kModelSource));
     INFO("limit " << limit);
     if (limit < peak) {
       REQUIRE(rec.verdict().kind == record::VerdictKind::out_of_memory);
@@ -345,7 +345,7 @@ TEST_CASE("model_costs.bad_input_names_key", "[model-costs]") {
       FAIL("no error");
     } catch (const config::ConfigError& e) {
       CHECK(e.key() == key);
-      CHECK(e.source() == kSource);
+      CHECK(e.source() == kModelSource);
     }
   }
 }

@@ -27,7 +27,7 @@ json with(json j, const std::string& section, const std::string& key, json value
   return j;
 }
 
-config::ConfigError error_of(const json& j) {
+config::ConfigError config_error_of(const json& j) {
   try {
     config::prepare(config::parse_config(j, "cfg.json"));
   } catch (const config::ConfigError& e) {
@@ -39,7 +39,7 @@ config::ConfigError error_of(const json& j) {
 
 #define CHECK_REFUSED(j, key_, expected_)                                                       \
   do {                                                                                          \
-    const config::ConfigError e_ = error_of(j);                                                 \
+    const config::ConfigError e_ = config_error_of(j);                                                 \
     INFO("what(): " << e_.what());                                                              \
     CHECK(e_.source() == "cfg.json");                                                           \
     CHECK(e_.key() == std::string(key_));                                                       \

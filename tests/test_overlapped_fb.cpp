@@ -16,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kSource = "ov.json";
+const std::string kOverlapSource = "ov.json";
 
 // One rank holding stages 0 and 1, with two overlapped pairs: the first pairs F(0,1) with
 // B(1,0), the second F(1,1) with B(0,0). F = 1, B = 2 per stage, communication free.
@@ -29,13 +29,13 @@ json two_pairs() {
 }
 
 double makespan(const json& j) {
-  const auto rec = sim::analyze(config::parse_config(j, kSource));
+  const auto rec = sim::analyze(config::parse_config(j, kOverlapSource));
   REQUIRE(rec.ok());
   return rec.metrics->makespan;
 }
 
 config::ConfigError error_for(const json& j) {
-  return test::error_of([&] { (void)config::prepare(config::parse_config(j, kSource)); });
+  return test::error_of([&] { (void)config::prepare(config::parse_config(j, kOverlapSource)); });
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ TEST_CASE("overlapped_fb.executor_simulator_read_same_duration", "[overlapped_fb
   // overlapped_fb: the executor and the simulator read the same duration
   json j = two_pairs();
   j["costs"]["overlapped_fb"] = {{"fraction", 0.8}};
-  const auto prepared = config::prepare(config::parse_config(j, kSource));
+  const auto prepared = config::prepare(config::parse_config(j, kOverlapSource));
   const auto& p = *prepared.program;
   int pairs = 0;
   for (const auto& op : p.ops(0)) {
@@ -98,9 +98,9 @@ TEST_CASE("overlapped_fb.anything_but_time_0_fraction", "[overlapped_fb][config]
       j["costs"]["overlapped_fb"] = value;
     const auto e = error_for(j);
     INFO("value " << value.dump() << ": " << e.what());
-    CHECK(e.source() == kSource);
+    CHECK(e.source() == kOverlapSource);
     CHECK(e.key() == key);
-    CHECK_THAT(e.what(), StartsWith(kSource + ": key '" + key + "': ") && Contains(expected));
+    CHECK_THAT(e.what(), StartsWith(kOverlapSource + ": key '" + key + "': ") && Contains(expected));
   };
   const std::string either = "expected a time >= 0 or {\"fraction\": x} with 0 < x <= 1";
   check("80%", "costs.overlapped_fb", either);
@@ -136,13 +136,13 @@ TEST_CASE("overlapped_fb.chunk_sweep_scales_time_v0", "[overlapped_fb][sweep]") 
   json j = json::parse(R"({"schedule": {"kind": "1f1b", "ranks": 4, "microbatches": 8},
                            "costs": {"overlapped_fb": 3}})");
   const auto time =
-      config::sweep(config::parse_config(j, kSource), {{"interleaved-1f1b"}, {}, {2, 4}});
+      config::sweep(config::parse_config(j, kOverlapSource), {{"interleaved-1f1b"}, {}, {2, 4}});
   REQUIRE(time.size() == 2);
   CHECK(*time[0].costs.overlapped_fb == Approx(3.0 / 2));
   CHECK(*time[1].costs.overlapped_fb == Approx(3.0 / 4));
   j["costs"]["overlapped_fb"] = {{"fraction", 0.75}};
   const auto fraction =
-      config::sweep(config::parse_config(j, kSource), {{"interleaved-1f1b"}, {}, {2}});
+      config::sweep(config::parse_config(j, kOverlapSource), {{"interleaved-1f1b"}, {}, {2}});
   REQUIRE(fraction.size() == 1);
   CHECK_FALSE(fraction[0].costs.overlapped_fb);
   CHECK(*fraction[0].costs.overlapped_fb_fraction == Approx(0.75));
