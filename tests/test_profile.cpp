@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -92,11 +93,13 @@ profile::Imported import_docs(const std::vector<json>& docs, profile::ImportOpti
 }  // namespace
 
 TEST_CASE("imported traces give back order, costs and makespan", "[profile]") {
-  for (const auto& [kind, P, M] : {std::tuple{"zb-h1", 4, 8}, std::tuple{"1f1b", 3, 6},
-                                   std::tuple{"zbv", 2, 6}, std::tuple{"interleaved-zb", 2, 4}}) {
+  for (const auto& [kind, P, M] :
+       {std::tuple{"zb-h1", 4, 8}, std::tuple{"1f1b", 3, 6}, std::tuple{"zbv", 2, 6},
+        std::tuple{"interleaved-zb", 2, 4}, std::tuple{"dualpipev", 2, 16}}) {
     CAPTURE(kind, P, M);
-    json cfg = uneven(
-        kind, P * (std::string(kind) == "zbv" || std::string(kind) == "interleaved-zb" ? 2 : 1), M);
+    const std::string k = kind;
+    json cfg =
+        uneven(kind, P * (k == "zbv" || k == "interleaved-zb" || k == "dualpipev" ? 2 : 1), M);
     cfg["schedule"]["ranks"] = P;
     if (std::string(kind) == "interleaved-zb") cfg["schedule"]["chunks"] = 2;
     if (std::string(kind) == "1f1b")
@@ -122,24 +125,35 @@ TEST_CASE("imported traces give back order, costs and makespan", "[profile]") {
       for (const auto& op : prepared.program->ops(r))
         if (schedules::is_compute(op.kind)) want.push_back(op);
       REQUIRE(got.ops(r).size() == want.size());
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        REQUIRE(got.ops(r)[i].kind == want[i].kind);
-        REQUIRE(got.ops(r)[i].stage == want[i].stage);
-        REQUIRE(got.ops(r)[i].microbatch == want[i].microbatch);
-      }
+      for (std::size_t i = 0; i < want.size(); ++i)  // (DualPipeV's OVERLAP_F_B pairs too)
+        REQUIRE(got.op_text(r, got.ops(r)[i]) == prepared.program->op_text(r, want[i]));
     }
-    // Per-stage costs within 2% of the truth.
+    // Per-stage costs within 2% of the truth: the mean of at least four actions, each off by up
+    // to 3%. (DualPipeV runs most backwards of some stages inside overlapped pairs: a mean of
+    // fewer actions is held to the noise's own 3%.)
+    std::map<std::pair<schedules::OpKind, int>, int> plain;  // plain actions per kind and stage
+    for (int r = 0; r < P; ++r)
+      for (const auto& op : got.ops(r))
+        if (!schedules::is_composite(op.kind)) ++plain[{op.kind, op.stage}];
     for (int s = 0; s < prepared.program->stages(); ++s) {
       const auto& t = prepared.model.costs.stages[static_cast<std::size_t>(s)];
       const auto& c = im.calibrated.costs.stages[static_cast<std::size_t>(s)];
+      auto within = [&](schedules::OpKind of) { return plain[{of, s}] >= 4 ? 0.02 : 0.03; };
       CAPTURE(s);
-      REQUIRE(c.forward == Approx(t.forward).epsilon(0.02));
+      REQUIRE(c.forward == Approx(t.forward).epsilon(within(schedules::OpKind::F)));
       if (t.split) {
-        REQUIRE(c.backward_input == Approx(t.backward_input).epsilon(0.02));
-        REQUIRE(c.backward_weight == Approx(t.backward_weight).epsilon(0.02));
+        REQUIRE(c.backward_input == Approx(t.backward_input).epsilon(within(schedules::OpKind::I)));
+        REQUIRE(c.backward_weight ==
+                Approx(t.backward_weight).epsilon(within(schedules::OpKind::W)));
       } else {
-        REQUIRE(c.backward == Approx(t.backward).epsilon(0.02));
+        REQUIRE(c.backward == Approx(t.backward).epsilon(within(schedules::OpKind::B)));
       }
+    }
+    // DualPipeV's overlapped pairs: one cost per stage of their forward, F + B by default.
+    if (k == "dualpipev") {
+      int pairs = 0;
+      for (const auto& st : im.calibrated.costs.stages) pairs += st.overlapped_fb >= 0;
+      REQUIRE(pairs > 0);
     }
     // The clocks aligned: offsets recovered to within the one-way delay, and the replay of the
     // imported order with the measured costs within 3% of the measured makespan.
@@ -159,7 +173,7 @@ TEST_CASE("imported traces give back order, costs and makespan", "[profile]") {
     json ops = json::array();
     for (int r = 0; r < P; ++r) {
       std::string line;
-      for (const auto& op : got.ops(r)) line += (line.empty() ? "" : ",") + schedules::op_text(op);
+      for (const auto& op : got.ops(r)) line += (line.empty() ? "" : ",") + got.op_text(r, op);
       ops.push_back(line);
     }
     replay["schedule"] = {{"kind", "custom"}, {"ops", ops}};

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "clock_alignment.hpp"
 #include "ppsim/base/excerpt.hpp"
@@ -27,6 +28,8 @@ struct Action {
   bool device;
   std::size_t index;
   bool launched = false;  // timed by the kernels it launched
+  // An OVERLAP_F_B: the backward it runs with its forward (kind, stage, mb above).
+  std::optional<std::tuple<OpKind, int, int>> backward;
 };
 
 struct Key {
@@ -34,6 +37,14 @@ struct Key {
   int stage, mb;
   auto operator<=>(const Key&) const = default;
 };
+
+// The parts of an action: one, or an OVERLAP_F_B's forward and backward.
+std::vector<Key> keys_of(const Action& a) {
+  std::vector<Key> out = {{a.kind, a.stage, a.mb}};
+  if (a.backward)
+    out.push_back({std::get<0>(*a.backward), std::get<1>(*a.backward), std::get<2>(*a.backward)});
+  return out;
+}
 
 std::optional<Key> parse_action(const std::string& name, const std::vector<ActionPattern>& patterns,
                                 int rank) {
@@ -69,6 +80,23 @@ std::optional<Key> parse_action(const std::string& name, const std::vector<Actio
     return Key{kind, static_cast<int>(*stage), static_cast<int>(*mb)};
   }
   return std::nullopt;
+}
+
+// PyTorch's name of an overlapped pair, `PP:(0F7;7B3)OVERLAP_F_B`: its forward and its backward
+// (B or I), each as the patterns read `PP:0F7`; nullopt when the name is not one.
+std::optional<std::pair<Key, Key>> parse_overlap(const std::string& name,
+                                                 const std::vector<ActionPattern>& patterns,
+                                                 int rank) {
+  constexpr std::string_view kHead = "PP:(", kTail = ")OVERLAP_F_B";
+  if (!name.starts_with(kHead) || !name.ends_with(kTail)) return std::nullopt;
+  const std::string inner = name.substr(kHead.size(), name.size() - kHead.size() - kTail.size());
+  const auto semi = inner.find(';');
+  if (semi == std::string::npos) return std::nullopt;
+  const auto f = parse_action("PP:" + inner.substr(0, semi), patterns, rank);
+  const auto b = parse_action("PP:" + inner.substr(semi + 1), patterns, rank);
+  if (!f || !b || f->kind != OpKind::F || (b->kind != OpKind::B && b->kind != OpKind::I))
+    return std::nullopt;
+  return std::pair{*f, *b};
 }
 
 // The step a trace is cut to: the one asked for, else its last; none when it has no steps.
@@ -124,14 +152,23 @@ std::vector<Action> actions_of(const RankTrace& t, const RangeEvent* step,
   std::vector<Action> out;
   std::map<Key, std::size_t> seen;
   for (const RangeEvent* c : cpu) {
-    const auto key = parse_action(c->name, patterns, rank);
+    std::optional<Key> key = parse_action(c->name, patterns, rank);
+    std::optional<Key> backward;
+    if (!key)
+      if (const auto pair = parse_overlap(c->name, patterns, rank)) {
+        key = pair->first;
+        backward = pair->second;
+      }
     if (!key) continue;
-    if (auto [it, fresh] = seen.emplace(*key, c->index); !fresh)
-      throw ProfileError(
-          fmt::format("{}: traceEvents[{}] ('{}'): the action appears twice in the step (also "
-                      "traceEvents[{}]); give --step N",
-                      t.file, c->index, base::excerpt(c->name, 60), it->second));
-    Action a{key->kind, key->stage, key->mb, c->ts, c->ts + c->dur, false, c->index};
+    Action a{key->kind, key->stage, key->mb, c->ts,       c->ts + c->dur,
+             false,     c->index,   false,   std::nullopt};
+    if (backward) a.backward = std::tuple{backward->kind, backward->stage, backward->mb};
+    for (const Key& k : keys_of(a))
+      if (auto [it, fresh] = seen.emplace(k, c->index); !fresh)
+        throw ProfileError(
+            fmt::format("{}: traceEvents[{}] ('{}'): the action appears twice in the step (also "
+                        "traceEvents[{}]); give --step N",
+                        t.file, c->index, base::excerpt(c->name, 60), it->second));
     auto g = gpu.find(c->name);
     if (g != gpu.end()) {
       auto& k = used[c->name];
@@ -185,7 +222,8 @@ detail::Alignment align(const std::vector<std::vector<Action>>& acts, int S,
                         const std::vector<detail::TransferPair>& transfers) {
   std::map<Key, std::pair<int, const Action*>> by_key;
   for (std::size_t r = 0; r < acts.size(); ++r)
-    for (const auto& x : acts[r]) by_key[{x.kind, x.stage, x.mb}] = {static_cast<int>(r), &x};
+    for (const auto& x : acts[r])
+      for (const Key& k : keys_of(x)) by_key[k] = {static_cast<int>(r), &x};
   auto find = [&](OpKind k, int s, int m) -> std::optional<std::pair<int, const Action*>> {
     auto it = by_key.find({k, s, m});
     if (it == by_key.end()) return std::nullopt;
@@ -285,8 +323,15 @@ std::shared_ptr<schedules::Program> program_of(const std::vector<std::vector<Act
   }
   auto program = std::make_shared<schedules::Program>(M, placement);
   for (std::size_t r = 0; r < acts.size(); ++r)
-    for (const auto& x : acts[r])
-      program->push(static_cast<int>(r), Op::compute(x.kind, x.stage, x.mb));
+    for (const auto& x : acts[r]) {
+      if (!x.backward) {
+        program->push(static_cast<int>(r), Op::compute(x.kind, x.stage, x.mb));
+        continue;
+      }
+      const auto [kind, stage, mb] = *x.backward;
+      const Op parts[] = {Op::compute(x.kind, x.stage, x.mb), Op::compute(kind, stage, mb)};
+      program->push_composite(static_cast<int>(r), OpKind::OVERLAP_F_B, parts);
+    }
   return program;
 }
 
@@ -335,16 +380,18 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
     for (const auto& x : a) {
       ir.device += x.device;
       ir.launched += x.launched;
-      if (x.stage < 0 || x.stage > 1'000'000 || x.mb > 100'000'000)
-        throw ProfileError(
-            fmt::format("{}: traceEvents[{}]: stage or microbatch out of range", t.file, x.index));
-      auto [it, fresh] = stage_rank.emplace(x.stage, r);
-      if (!fresh && it->second != r)
-        throw ProfileError(fmt::format("{}: traceEvents[{}]: stage {} also runs on rank {} ({})",
-                                       t.file, x.index, x.stage, it->second,
-                                       traces[order[static_cast<std::size_t>(it->second)]].file));
-      S = std::max(S, x.stage + 1);
-      M = std::max(M, x.mb + 1);
+      for (const Key& k : keys_of(x)) {
+        if (k.stage < 0 || k.stage > 1'000'000 || k.mb > 100'000'000)
+          throw ProfileError(fmt::format("{}: traceEvents[{}]: stage or microbatch out of range",
+                                         t.file, x.index));
+        auto [it, fresh] = stage_rank.emplace(k.stage, r);
+        if (!fresh && it->second != r)
+          throw ProfileError(fmt::format("{}: traceEvents[{}]: stage {} also runs on rank {} ({})",
+                                         t.file, x.index, k.stage, it->second,
+                                         traces[order[static_cast<std::size_t>(it->second)]].file));
+        S = std::max(S, k.stage + 1);
+        M = std::max(M, k.mb + 1);
+      }
     }
     out.ranks.push_back(ir);
   }
@@ -353,16 +400,29 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
       throw ProfileError(
           fmt::format("{}: stage {} has no actions in any trace (a rank's trace missing?)",
                       traces.front().file, s));
-  // Every (kind, stage) runs every microbatch once, or the run is not a whole step.
+  // Every stage runs every microbatch's F once, and its backward once, whole (B) or split (I,
+  // then W), as DualPipeV mixes them; else the run is not a whole step.
   std::map<std::pair<OpKind, int>, std::set<int>> mbs;
   for (const auto& a : acts)
-    for (const auto& x : a) mbs[{x.kind, x.stage}].insert(x.mb);
-  for (const auto& [ks, set] : mbs)
-    if (static_cast<int>(set.size()) != M)
+    for (const auto& x : a)
+      for (const Key& k : keys_of(x)) mbs[{k.kind, k.stage}].insert(k.mb);
+  for (int s = 0; s < S; ++s) {
+    const auto& f = mbs[{OpKind::F, s}];
+    const auto& b = mbs[{OpKind::B, s}];
+    const auto& i = mbs[{OpKind::I, s}];
+    const auto& w = mbs[{OpKind::W, s}];
+    std::set<int> backward = b;
+    backward.insert(i.begin(), i.end());
+    const auto fail = [&](std::size_t have, const char* what) {
       throw ProfileError(fmt::format(
-          "{}: stage {} runs {} of {} microbatches' {} actions: the step is not a whole iteration",
-          traces[order[static_cast<std::size_t>(stage_rank[ks.second])]].file, ks.second,
-          set.size(), M, schedules::to_string(ks.first)));
+          "{}: stage {} runs {} of {} microbatches' {}: the step is not a whole iteration",
+          traces[order[static_cast<std::size_t>(stage_rank[s])]].file, s, have, M, what));
+    };
+    if (static_cast<int>(f.size()) != M) fail(f.size(), "F actions");
+    if (static_cast<int>(backward.size()) != M || backward.size() != b.size() + i.size())
+      fail(backward.size(), "backwards (one B, or one I and its W, each)");
+    if (w != i) fail(w.size(), "W actions (one after each I)");
+  }
 
   std::size_t unpaired = 0;
   const auto pairs = detail::pair_transfers(comms, unpaired);
@@ -394,6 +454,17 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
   model::Model base;
   base.costs = model::CostModel::uniform(S, {});
   out.calibrated = real::calibrated(base, rec);
+  // A stage that ran split backwards (I and W) as well as whole ones (B, as DualPipeV does)
+  // keeps the split: the cost model holds B = I + W, and its I ops need I and W.
+  std::set<int> split_stages;
+  for (const auto& a : acts)
+    for (const auto& x : a)
+      for (const Key& k : keys_of(x))
+        if (k.kind == OpKind::I) split_stages.insert(k.stage);
+  for (const int st : split_stages) {
+    auto& c = out.calibrated.costs.stages[static_cast<std::size_t>(st)];
+    c.backward = c.backward_input + c.backward_weight;
+  }
   out.calibrated.network.latency = out.latency;
   out.calibrated.network.bandwidth = out.bandwidth;
   out.launch_overhead = out.calibrated.costs.launch_overhead;

@@ -302,7 +302,8 @@ RankTrace parse_trace(std::string_view text, const std::string& source,
       return false;
     }
     const bool step = n.rfind("ProfilerStep#", 0) == 0;
-    bool action = false;
+    // An action, or an overlapped pair (`PP:(0F7;7B3)OVERLAP_F_B`, read by the importer).
+    bool action = n.starts_with("PP:(") && n.ends_with(")OVERLAP_F_B");
     for (const auto& p : patterns) action = action || std::regex_match(n, p.regex);
     if (!step && !action) {
       note();

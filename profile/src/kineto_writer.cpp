@@ -25,10 +25,10 @@ void write_traces(const record::RunRecord& run, const std::string& dir, double o
   for (const auto& s : run.trace->spans) {
     if (s.kind != record::SpanKind::compute || s.rank < 0 || s.rank >= P) continue;
     const auto& op = program.ops(s.rank)[static_cast<std::size_t>(s.pos)];
-    if (schedules::is_composite(op.kind)) continue;  // (PyTorch's OVERLAP_F_B: not written)
     const double ts = origin_us + s.start * scale, dur = (s.end - s.start) * scale;
-    // PyTorch's action text (`2F0`) behind its `PP:`, on the CPU side and the GPU side.
-    const std::string name = "PP:" + schedules::op_text(op);
+    // PyTorch's action text (`2F0`, `(0F7;7B3)OVERLAP_F_B`) behind its `PP:`, on the CPU side
+    // and the GPU side.
+    const std::string name = "PP:" + program.op_text(s.rank, op);
     auto& ev = events[static_cast<std::size_t>(s.rank)];
     for (const auto& [cat, tid] : {std::pair{"user_annotation", 1}, {"gpu_user_annotation", 7}})
       ev.push_back({{"ph", "X"},
