@@ -88,6 +88,29 @@ has "given by two traces"
 echo '{"actions": [{"pattern": "x(\\d+)"}]}' >"$tmp/map.json"
 expect 2 import-profile "$tmp"/kt/rank*.json --map "$tmp/map.json"
 has "map.json"
+# Hostile comm and kernel events: odd args are skipped (a send with no usable peer or size), a
+# kernel without a numeric time is exit 2 naming the event; the actions still import.
+cat >"$tmp/odd.json" <<'J'
+{"traceEvents": [
+ {"ph": "X", "name": "PP:0F0", "ts": 1, "dur": 2, "tid": 1},
+ {"ph": "X", "name": "PP:0B0", "ts": 5, "dur": 2, "tid": 1},
+ {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 3, "dur": 1,
+  "args": {"Collective name": "send", "Rank": "x", "In msg nelems": -5, "dtype": "Float"}},
+ {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 3, "dur": 1,
+  "args": {"Collective name": "recv", "Src Rank": 99999999999, "Out msg nelems": 1e300}},
+ {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 3, "dur": 1,
+  "args": {"Collective name": "send", "Rank": 3, "Process Group Ranks": "[0, x]"}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1.5, "dur": 0.1,
+  "args": {"correlation": "12a"}},
+ {"ph": "X", "cat": "kernel", "name": "k", "ts": 2, "dur": 1, "args": {"correlation": [1]}}]}
+J
+expect 0 import-profile "$tmp/odd.json" --json
+python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['measured']['transfers']; assert t['pairs'] == 0 and t['unpaired'] == 1, t" "$out" &&
+  good "odd comm args skipped" || bad "odd comm args"
+sed 's/"ts": 2, "dur": 1, "args": {"correlation": \[1\]}/"ts": "2", "dur": 1, "args": {"correlation": 7}/' "$tmp/odd.json" >"$tmp/odd2.json"
+expect 2 import-profile "$tmp/odd2.json"
+has "odd2.json"
+has "'ts'"
 expect 2 import-profile "$tmp"/kt/rank*.json -o "$tmp/kt/rank0.json"
 expect 2 import-profile "$tmp"/kt/rank*.json --trace "$tmp/kt/rank1.json"
 has "writing it would replace the input"
