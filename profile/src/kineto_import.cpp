@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "clock_alignment.hpp"
 #include "ppsim/base/excerpt.hpp"
@@ -21,6 +20,12 @@ using schedules::OpKind;
 
 namespace {
 
+struct Key {
+  OpKind kind;
+  int stage, mb;
+  auto operator<=>(const Key&) const = default;
+};
+
 struct Action {
   OpKind kind;
   int stage, mb;
@@ -29,20 +34,13 @@ struct Action {
   std::size_t index;
   bool launched = false;  // timed by the kernels it launched
   // An OVERLAP_F_B: the backward it runs with its forward (kind, stage, mb above).
-  std::optional<std::tuple<OpKind, int, int>> backward;
-};
-
-struct Key {
-  OpKind kind;
-  int stage, mb;
-  auto operator<=>(const Key&) const = default;
+  std::optional<Key> backward;
 };
 
 // The parts of an action: one, or an OVERLAP_F_B's forward and backward.
 std::vector<Key> keys_of(const Action& a) {
   std::vector<Key> out = {{a.kind, a.stage, a.mb}};
-  if (a.backward)
-    out.push_back({std::get<0>(*a.backward), std::get<1>(*a.backward), std::get<2>(*a.backward)});
+  if (a.backward) out.push_back(*a.backward);
   return out;
 }
 
@@ -162,7 +160,7 @@ std::vector<Action> actions_of(const RankTrace& t, const RangeEvent* step,
     if (!key) continue;
     Action a{key->kind, key->stage, key->mb, c->ts,       c->ts + c->dur,
              false,     c->index,   false,   std::nullopt};
-    if (backward) a.backward = std::tuple{backward->kind, backward->stage, backward->mb};
+    a.backward = backward;
     for (const Key& k : keys_of(a))
       if (auto [it, fresh] = seen.emplace(k, c->index); !fresh)
         throw ProfileError(
@@ -328,8 +326,8 @@ std::shared_ptr<schedules::Program> program_of(const std::vector<std::vector<Act
         program->push(static_cast<int>(r), Op::compute(x.kind, x.stage, x.mb));
         continue;
       }
-      const auto [kind, stage, mb] = *x.backward;
-      const Op parts[] = {Op::compute(x.kind, x.stage, x.mb), Op::compute(kind, stage, mb)};
+      const Key& b = *x.backward;
+      const Op parts[] = {Op::compute(x.kind, x.stage, x.mb), Op::compute(b.kind, b.stage, b.mb)};
       program->push_composite(static_cast<int>(r), OpKind::OVERLAP_F_B, parts);
     }
   return program;
