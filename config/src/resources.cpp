@@ -238,11 +238,16 @@ int compute_column(schedules::OpKind k) {
   return schedules::plain_compute_index(k);
 }
 
-}  // namespace
+// Compute ops per (stage, kind), overlapped pairs by their forward's stage, and sends.
+struct Tally {
+  std::vector<std::array<std::uint64_t, 4>> count;  // F, B, I, W
+  std::vector<std::uint64_t> pairs;
+  std::uint64_t sends = 0;
+};
 
-void check_numbers(const Config& c, const schedules::Program& p, const Model& m) {
-  using schedules::OpKind;
-  // Single byte counts: exact as doubles, so every figure derived from them is.
+// Single byte counts: exact as doubles, so every figure derived from them is. Returns the largest
+// stash a forward may leave.
+std::int64_t check_byte_counts(const Config& c, const Model& m) {
   const std::pair<const char*, std::int64_t> counts[] = {
       {"comm.boundary_bytes", m.network.boundary_bytes},
       {"comm.eager_limit", m.network.eager_limit},
@@ -264,72 +269,67 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
       throw ConfigError(
           c.source, key,
           fmt::format("expected a whole number of bytes in [0, 2^53 = {}], got {}", kMaxBytes, v));
+  return largest_stash;
+}
 
-  // An upper bound on the makespan: until the run ends some op or transfer is in progress, so
-  // it is at most every compute op's duration plus every transfer's time, one after another.
-  Blame time;
-  Blame total_bytes;
-  const double xfer_bw = m.network.bandwidth > 0
-                             ? static_cast<double>(m.network.boundary_bytes) / m.network.bandwidth
-                             : 0.0;
-  // Compute ops counted per (stage, kind) first: keys are formatted per stage, not per op. Ranks
-  // are counted in blocks on several threads (a pass over every op); the counts are integers, so
-  // their sum is the same in any order, and the lowest block's error is the first in rank order.
+// Rank r's ops into `tally`, its split costs checked, and the most it could hold at once (all it
+// ever takes, none of it freed) held under 2^62 bytes.
+void tally_rank(const Config& c, const schedules::Program& p, const Model& m, int r,
+                std::int64_t largest_stash, Tally& tally) {
+  using schedules::OpKind;
   const std::size_t S = m.costs.stages.size();
-  struct Tally {
-    std::vector<std::array<std::uint64_t, 4>> count;  // F, B, I, W
-    std::vector<std::uint64_t> pairs;                 // overlapped pairs by their forward's stage
-    std::uint64_t sends = 0;
-  };
-  auto check_rank = [&](int r, Tally& tally) {
-    // Counted in integers (exact, and a double's ++ made one long dependency chain over every op)
-    // and in locals (through `tally` every ++ was a store), turned into doubles where used.
-    std::uint64_t f_parts = 0, comm = 0, sends = 0;
-    auto compute = [&](const schedules::Op& op) {
-      if (op.kind == OpKind::F) ++f_parts;
-      const int k = compute_column(op.kind);
-      if (op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && k >= 0) {
-        check_split_cost(c, p, m, r, op);
-        ++tally.count[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(k)];
-      }
-    };
-    for (const schedules::Op& op : p.ops(r)) {
-      if (schedules::is_composite(op.kind)) {
-        for (const schedules::Op& part : p.parts(r, op)) compute(part);
-        if (const auto parts = p.parts(r, op);
-            !parts.empty() && parts[0].stage >= 0 && static_cast<std::size_t>(parts[0].stage) < S)
-          ++tally.pairs[static_cast<std::size_t>(parts[0].stage)];
-      } else if (schedules::is_compute(op.kind)) {
-        compute(op);
-      } else if (schedules::is_comm(op.kind)) {
-        ++comm;
-        if (schedules::is_send(op.kind)) ++sends;
-      }
-    }
-    tally.sends += sends;
-    // The most a rank can hold at once: all it ever takes, none of it freed.
-    double statics =
-        static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.chunks_on(r));
-    if (!m.memory.per_stage.empty()) {
-      statics = 0;
-      for (int s = 0; s < p.stages(); ++s)
-        if (p.rank_of(s) == r) statics += static_cast<double>(m.memory.stage(s).static_bytes);
-    }
-    const double stashes = static_cast<double>(largest_stash) * static_cast<double>(f_parts),
-                 buffers =
-                     static_cast<double>(m.network.boundary_bytes) * static_cast<double>(comm);
-    if (statics + stashes + buffers > static_cast<double>(kMaxByteSum)) {
-      Blame peak;
-      peak.add("memory.static_bytes", statics);
-      peak.add("memory.activation_bytes", stashes);
-      peak.add("comm.boundary_bytes", buffers);
-      throw ConfigError(
-          c.source, peak.top(),
-          fmt::format("rank {}'s memory could reach {:.4g} bytes ({}), above the 2^62 bytes a "
-                      "64-bit counter holds with margin; lower {}",
-                      r, peak.total(), peak.parts(), peak.top()));
+  // Counted in integers (exact, and a double's ++ made one long dependency chain over every op)
+  // and in locals (through `tally` every ++ was a store), turned into doubles where used.
+  std::uint64_t f_parts = 0, comm = 0, sends = 0;
+  auto compute = [&](const schedules::Op& op) {
+    if (op.kind == OpKind::F) ++f_parts;
+    const int k = compute_column(op.kind);
+    if (op.stage >= 0 && static_cast<std::size_t>(op.stage) < S && k >= 0) {
+      check_split_cost(c, p, m, r, op);
+      ++tally.count[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(k)];
     }
   };
+  for (const schedules::Op& op : p.ops(r)) {
+    if (schedules::is_composite(op.kind)) {
+      for (const schedules::Op& part : p.parts(r, op)) compute(part);
+      if (const auto parts = p.parts(r, op);
+          !parts.empty() && parts[0].stage >= 0 && static_cast<std::size_t>(parts[0].stage) < S)
+        ++tally.pairs[static_cast<std::size_t>(parts[0].stage)];
+    } else if (schedules::is_compute(op.kind)) {
+      compute(op);
+    } else if (schedules::is_comm(op.kind)) {
+      ++comm;
+      if (schedules::is_send(op.kind)) ++sends;
+    }
+  }
+  tally.sends += sends;
+  double statics = static_cast<double>(m.memory.static_bytes) * static_cast<double>(p.chunks_on(r));
+  if (!m.memory.per_stage.empty()) {
+    statics = 0;
+    for (int s = 0; s < p.stages(); ++s)
+      if (p.rank_of(s) == r) statics += static_cast<double>(m.memory.stage(s).static_bytes);
+  }
+  const double stashes = static_cast<double>(largest_stash) * static_cast<double>(f_parts),
+               buffers = static_cast<double>(m.network.boundary_bytes) * static_cast<double>(comm);
+  if (statics + stashes + buffers > static_cast<double>(kMaxByteSum)) {
+    Blame peak;
+    peak.add("memory.static_bytes", statics);
+    peak.add("memory.activation_bytes", stashes);
+    peak.add("comm.boundary_bytes", buffers);
+    throw ConfigError(
+        c.source, peak.top(),
+        fmt::format("rank {}'s memory could reach {:.4g} bytes ({}), above the 2^62 bytes a "
+                    "64-bit counter holds with margin; lower {}",
+                    r, peak.total(), peak.parts(), peak.top()));
+  }
+}
+
+// Every rank's tally. Ranks are counted in blocks on several threads (a pass over every op); the
+// counts are integers, so their sum is the same in any order, and the lowest block's error is
+// the first in rank order.
+Tally tally_ranks(const Config& c, const schedules::Program& p, const Model& m,
+                  std::int64_t largest_stash) {
+  const std::size_t S = m.costs.stages.size();
   const std::vector<int> bounds = schedules::rank_blocks(p, 0);
   std::vector<Tally> tallies(bounds.size() - 1);
   for (Tally& t : tallies) {
@@ -337,7 +337,7 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     t.pairs.assign(S, 0);
   }
   base::for_rank_blocks(bounds, [&](std::size_t b, int first, int end) {
-    for (int r = first; r < end; ++r) check_rank(r, tallies[b]);
+    for (int r = first; r < end; ++r) tally_rank(c, p, m, r, largest_stash, tallies[b]);
   });
   Tally& all = tallies[0];
   for (std::size_t b = 1; b < tallies.size(); ++b) {
@@ -347,6 +347,23 @@ void check_numbers(const Config& c, const schedules::Program& p, const Model& m)
     }
     all.sends += tallies[b].sends;
   }
+  return std::move(all);
+}
+
+}  // namespace
+
+void check_numbers(const Config& c, const schedules::Program& p, const Model& m) {
+  const std::int64_t largest_stash = check_byte_counts(c, m);
+  const Tally all = tally_ranks(c, p, m, largest_stash);
+  // An upper bound on the makespan: until the run ends some op or transfer is in progress, so
+  // it is at most every compute op's duration plus every transfer's time, one after another.
+  // Compute ops were counted per (stage, kind): keys are formatted per stage, not per op.
+  Blame time;
+  Blame total_bytes;
+  const double xfer_bw = m.network.bandwidth > 0
+                             ? static_cast<double>(m.network.boundary_bytes) / m.network.bandwidth
+                             : 0.0;
+  const std::size_t S = m.costs.stages.size();
   const auto& count = all.count;
   const auto& pairs = all.pairs;
   const std::uint64_t sends = all.sends;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,106 +49,84 @@ void spread(std::vector<std::array<double, kCats>>& cols, int cat, double a, dou
   }
 }
 
-}  // namespace
-
-std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimelineOptions& opt) {
-  if (!rec.trace) throw std::invalid_argument("terminal timeline: the run record has no trace");
-  if (!rec.program) throw std::invalid_argument("terminal timeline: the run record has no program");
-  const auto& trace = *rec.trace;
-  const auto& program = *rec.program;
-  const int P = std::min(static_cast<int>(trace.ranks.size()), program.ranks());
-  double t_max = 0;
+// The picture's frame: its columns, their span of time, the labels' width.
+struct Frame {
+  int ranks = 0, label_w = 0, ncols = 0;
+  double dt = 0, t_end = 0;
   bool deadlocked = false;
-  for (const auto& s : trace.spans) t_max = std::max(t_max, s.end);
-  for (const auto& r : trace.ranks) {
-    t_max = std::max(t_max, r.end);
-    deadlocked = deadlocked || !r.finished;
+  std::string indent;  // under the labels
+};
+
+void paint(std::string& line, char ch, std::string_view sgr, std::string_view& current,
+           bool color) {
+  if (color && sgr != current) {
+    line += "\x1b[0m";
+    if (!sgr.empty()) line += fmt::format("\x1b[{}m", sgr);
+    current = sgr;
   }
-  // A hung run gets a few columns past its last event, so the stuck marks show.
-  double t_end = t_max * (deadlocked ? 1.04 : 1.0);
-  if (!(t_end > 0)) t_end = 1;
+  line += ch;
+}
 
-  const std::string last_label = fmt::format("rank {}", std::max(P - 1, 0));
-  const int label_w = static_cast<int>(last_label.size()) + 1;
-  const int ncols = std::max(10, opt.width - label_w - 2);
-  const double dt = t_end / ncols;
-
-  std::string out;
-  const std::string makespan =
-      fmt::format("{:.4g} {}", rec.metrics ? rec.metrics->makespan : t_max, trace.time_unit);
-  out += fmt::format("{} \u2014 {} ({}) \u00b7 {} \u00b7 makespan {}{}\n", rec.info.name,
-                     rec.info.schedule, rec.info.style_title(), trace.origin, makespan,
-                     deadlocked ? " \u00b7 DEADLOCK" : "");
-
-  auto paint = [&](std::string& line, char ch, std::string_view sgr, std::string_view& current) {
-    if (opt.color && sgr != current) {
-      line += "\x1b[0m";
-      if (!sgr.empty()) line += fmt::format("\x1b[{}m", sgr);
-      current = sgr;
+// Rank r's line: each column the category that takes most of its time, `!` from where it blocked
+// for good.
+std::string rank_line(const record::RunRecord& rec, const Frame& f, int r,
+                      const std::vector<const record::Span*>& spans, bool color) {
+  const auto& program = *rec.program;
+  const auto& rt = rec.trace->ranks[static_cast<std::size_t>(r)];
+  std::vector<std::array<double, kCats>> cols(static_cast<std::size_t>(f.ncols));
+  double stuck_since = -1;
+  for (const record::Span* sp : spans) {
+    const auto& s = *sp;
+    if (s.pos < 0 || static_cast<std::size_t>(s.pos) >= program.ops(r).size())
+      throw std::invalid_argument(fmt::format(
+          "terminal timeline: a span names op {} of rank {}, which the program does not have",
+          s.pos, r));
+    if (!rt.finished && s.pos == rt.stuck_pos) stuck_since = s.start;
+    if (s.kind == record::SpanKind::blocked) {
+      spread(cols, kBlocked, s.start, s.end, f.dt);
+    } else if (s.kind == record::SpanKind::compute) {
+      const auto& op = program.ops(r)[static_cast<std::size_t>(s.pos)];
+      const auto& head =
+          schedules::is_composite(op.kind) && op.list_size > 0 ? program.parts(r, op).front() : op;
+      const int cat = kind_index(op.kind) + (program.place(head.stage).chunk > 0 ? kKinds : 0);
+      spread(cols, cat, s.start, s.end, f.dt);
     }
-    line += ch;
-  };
-
-  std::vector<std::array<double, kCats>> cols(static_cast<std::size_t>(ncols));
-  // A producer may interleave the ranks' spans (the simulator appends them in event order).
-  std::vector<std::vector<const record::Span*>> by_rank(static_cast<std::size_t>(P));
-  for (const auto& s : trace.spans)
-    if (s.rank >= 0 && s.rank < P) by_rank[static_cast<std::size_t>(s.rank)].push_back(&s);
-  for (int r = 0; r < P; ++r) {
-    std::fill(cols.begin(), cols.end(), std::array<double, kCats>{});
-    const auto& rt = trace.ranks[static_cast<std::size_t>(r)];
-    double stuck_since = -1;
-    for (const record::Span* sp : by_rank[static_cast<std::size_t>(r)]) {
-      const auto& s = *sp;
-      if (s.pos < 0 || static_cast<std::size_t>(s.pos) >= program.ops(r).size())
-        throw std::invalid_argument(fmt::format(
-            "terminal timeline: a span names op {} of rank {}, which the program does not have",
-            s.pos, r));
-      if (!rt.finished && s.pos == rt.stuck_pos) stuck_since = s.start;
-      if (s.kind == record::SpanKind::blocked) {
-        spread(cols, kBlocked, s.start, s.end, dt);
-      } else if (s.kind == record::SpanKind::compute) {
-        const auto& op = program.ops(r)[static_cast<std::size_t>(s.pos)];
-        const auto& head = schedules::is_composite(op.kind) && op.list_size > 0
-                               ? program.parts(r, op).front()
-                               : op;
-        const int cat = kind_index(op.kind) + (program.place(head.stage).chunk > 0 ? kKinds : 0);
-        spread(cols, cat, s.start, s.end, dt);
-      }
-    }
-    if (!rt.finished && stuck_since < 0) stuck_since = rt.end;
-    std::string line = fmt::format("{:>{}}", fmt::format("rank {}", r), label_w - 1) + " |";
-    std::string_view current;
-    for (int c = 0; c < ncols; ++c) {
-      auto& col = cols[static_cast<std::size_t>(c)];
-      const double t0 = c * dt, t1 = (c + 1) * dt;
-      if (!rt.finished && t1 > stuck_since) {
-        paint(line, '!', kStuckSgr, current);
-        continue;
-      }
-      double used = 0;
-      for (int k = 0; k < kIdle; ++k) used += col[static_cast<std::size_t>(k)];
-      col[kIdle] = std::max(0.0, (t1 - t0) - used);
-      const auto best =
-          static_cast<std::size_t>(std::max_element(col.begin(), col.end()) - col.begin());
-      paint(line, kChars[best], kSgr[best], current);
-    }
-    if (opt.color && !current.empty()) line += "\x1b[0m";
-    out += line + "|\n";
   }
+  if (!rt.finished && stuck_since < 0) stuck_since = rt.end;
+  std::string line = fmt::format("{:>{}}", fmt::format("rank {}", r), f.label_w - 1) + " |";
+  std::string_view current;
+  for (int c = 0; c < f.ncols; ++c) {
+    auto& col = cols[static_cast<std::size_t>(c)];
+    const double t0 = c * f.dt, t1 = (c + 1) * f.dt;
+    if (!rt.finished && t1 > stuck_since) {
+      paint(line, '!', kStuckSgr, current, color);
+      continue;
+    }
+    double used = 0;
+    for (int k = 0; k < kIdle; ++k) used += col[static_cast<std::size_t>(k)];
+    col[kIdle] = std::max(0.0, (t1 - t0) - used);
+    const auto best =
+        static_cast<std::size_t>(std::max_element(col.begin(), col.end()) - col.begin());
+    paint(line, kChars[best], kSgr[best], current, color);
+  }
+  if (color && !current.empty()) line += "\x1b[0m";
+  return line + "|\n";
+}
 
-  // Axis: a tick at each column boundary b = t / dt (b = 0 under the opening '|', b = ncols under
-  // the closing one), labels under the ticks where they fit, then the unit if the line has room.
-  const std::size_t n = static_cast<std::size_t>(ncols) + 1;
+// The axis: a tick at each column boundary b = t / dt (b = 0 under the opening '|', b = ncols
+// under the closing one), labels under the ticks where they fit, then the unit if the line has
+// room (`unit_on_axis`).
+std::string axis(const Frame& f, const std::string& time_unit, int width, bool& unit_on_axis) {
+  const std::size_t n = static_cast<std::size_t>(f.ncols) + 1;
   std::string ticks(n, '-');
   ticks.front() = ticks.back() = '+';
   std::string labels(n, ' ');
-  const double step = nice_step(t_end, std::max(2, ncols / 12));
+  const double step = nice_step(f.t_end, std::max(2, f.ncols / 12));
   std::size_t next_free = 0;
   for (int k = 0;; ++k) {
     const double t = k * step;
-    if (t > t_end * (1 + 1e-9)) break;
-    const auto b = static_cast<std::size_t>(std::min<long>(ncols, std::lround(t / dt)));
+    if (t > f.t_end * (1 + 1e-9)) break;
+    const auto b = static_cast<std::size_t>(std::min<long>(f.ncols, std::lround(t / f.dt)));
     ticks[b] = '+';
     const std::string text = fmt::format("{:g}", t);
     if (b >= next_free && b + text.size() <= n) {
@@ -156,16 +135,19 @@ std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimeli
     }
   }
   while (!labels.empty() && labels.back() == ' ') labels.pop_back();
-  const std::string unit = " " + trace.time_unit;
-  const bool unit_on_axis = static_cast<int>(label_w + labels.size() + unit.size()) <= opt.width;
+  const std::string unit = " " + time_unit;
+  unit_on_axis = static_cast<int>(f.label_w + labels.size() + unit.size()) <= width;
   if (unit_on_axis) labels += unit;
-  const std::string indent(static_cast<std::size_t>(label_w), ' ');
-  out += indent + ticks + "\n";
-  out += indent + labels + "\n";
-  // The legend, only for the kinds that occur, wrapped to the width.
+  return f.indent + ticks + "\n" + f.indent + labels + "\n";
+}
+
+// The legend, only for the kinds that occur, wrapped to the width.
+std::string legend(const record::RunRecord& rec, const Frame& f, int width, bool unit_on_axis) {
+  const auto& trace = *rec.trace;
+  const auto& program = *rec.program;
   std::array<bool, kCats> seen{};
   for (const auto& s : trace.spans)
-    if (s.kind == record::SpanKind::compute && s.rank >= 0 && s.rank < P) {
+    if (s.kind == record::SpanKind::compute && s.rank >= 0 && s.rank < f.ranks) {
       const auto& op = program.ops(s.rank)[static_cast<std::size_t>(s.pos)];
       seen[static_cast<std::size_t>(kind_index(op.kind))] = true;
     }
@@ -180,18 +162,56 @@ std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimeli
   if (program.chunks() > 1) items.push_back("lower case: chunk >= 1");
   items.push_back("- blocked in comm");
   items.push_back(". idle");
-  if (deadlocked) items.push_back("! blocked for good");
-  std::string line = indent;
+  if (f.deadlocked) items.push_back("! blocked for good");
+  std::string out;
+  std::string line = f.indent;
   for (std::size_t k = 0; k < items.size(); ++k) {
     const std::string item = items[k] + (k + 1 < items.size() ? "," : "");
-    if (line.size() > indent.size() &&
-        static_cast<int>(line.size() + 1 + item.size()) > opt.width) {
+    if (line.size() > f.indent.size() && static_cast<int>(line.size() + 1 + item.size()) > width) {
       out += line + "\n";
-      line = indent;
+      line = f.indent;
     }
-    line += (line.size() > indent.size() ? " " : "") + item;
+    line += (line.size() > f.indent.size() ? " " : "") + item;
   }
-  out += line + "\n";
+  return out + line + "\n";
+}
+
+}  // namespace
+
+std::string terminal_timeline(const record::RunRecord& rec, const TerminalTimelineOptions& opt) {
+  if (!rec.trace) throw std::invalid_argument("terminal timeline: the run record has no trace");
+  if (!rec.program) throw std::invalid_argument("terminal timeline: the run record has no program");
+  const auto& trace = *rec.trace;
+  Frame f;
+  f.ranks = std::min(static_cast<int>(trace.ranks.size()), rec.program->ranks());
+  double t_max = 0;
+  for (const auto& s : trace.spans) t_max = std::max(t_max, s.end);
+  for (const auto& r : trace.ranks) {
+    t_max = std::max(t_max, r.end);
+    f.deadlocked = f.deadlocked || !r.finished;
+  }
+  // A hung run gets a few columns past its last event, so the stuck marks show.
+  f.t_end = t_max * (f.deadlocked ? 1.04 : 1.0);
+  if (!(f.t_end > 0)) f.t_end = 1;
+  f.label_w = static_cast<int>(fmt::format("rank {}", std::max(f.ranks - 1, 0)).size()) + 1;
+  f.ncols = std::max(10, opt.width - f.label_w - 2);
+  f.dt = f.t_end / f.ncols;
+  f.indent.assign(static_cast<std::size_t>(f.label_w), ' ');
+
+  const std::string makespan =
+      fmt::format("{:.4g} {}", rec.metrics ? rec.metrics->makespan : t_max, trace.time_unit);
+  std::string out = fmt::format("{} \u2014 {} ({}) \u00b7 {} \u00b7 makespan {}{}\n", rec.info.name,
+                                rec.info.schedule, rec.info.style_title(), trace.origin, makespan,
+                                f.deadlocked ? " \u00b7 DEADLOCK" : "");
+  // A producer may interleave the ranks' spans (the simulator appends them in event order).
+  std::vector<std::vector<const record::Span*>> by_rank(static_cast<std::size_t>(f.ranks));
+  for (const auto& s : trace.spans)
+    if (s.rank >= 0 && s.rank < f.ranks) by_rank[static_cast<std::size_t>(s.rank)].push_back(&s);
+  for (int r = 0; r < f.ranks; ++r)
+    out += rank_line(rec, f, r, by_rank[static_cast<std::size_t>(r)], opt.color);
+  bool unit_on_axis = false;
+  out += axis(f, trace.time_unit, opt.width, unit_on_axis);
+  out += legend(rec, f, opt.width, unit_on_axis);
   if (rec.deadlock) out += rec.deadlock->describe() + "\n";
   return out;
 }
