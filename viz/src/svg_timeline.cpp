@@ -71,6 +71,136 @@ void wrap_line(std::string line, std::size_t fits, std::vector<std::string>& out
   out.push_back(indent + line);
 }
 
+// What a hung run adds to the timeline: a band where each rank blocked for good (with a line to
+// the rank it waits on, in a cycle) and the deadlock described under the axis.
+class DeadlockMarks {
+ public:
+  explicit DeadlockMarks(const record::RunRecord& rec) : rec_(rec) {
+    deadlocked_ = std::any_of(rec.trace->ranks.begin(), rec.trace->ranks.end(),
+                              [](const record::RankTimeline& r) { return !r.finished; });
+    if (rec_.deadlock)
+      for (const auto& cycle : rec_.deadlock->cycles)
+        for (const auto& b : cycle) cycle_ops_.insert({b.rank, b.position});
+  }
+  bool in_cycle(int rank, int pos) const { return cycle_ops_.count({rank, pos}) > 0; }
+  std::size_t line_count() const { return deadlock_lines_.size(); }
+
+  // Each rank that blocked for good: a red band from the op it is stuck in to the end of the axis,
+  // thicker when that op is part of a wait-for cycle, with a dashed line to the rank it waits on.
+  void bands(std::ostream& out, const Layout& lay, double t_end) const {
+    if (!deadlocked_) return;
+    const auto& trace = *rec_.trace;
+    const auto& program = *rec_.program;
+    const int ranks = static_cast<int>(trace.ranks.size());
+    out << "<g class=\"stuck-ops\">\n";
+    for (int r = 0; r < ranks; ++r) {
+      const auto& rt = trace.ranks[static_cast<std::size_t>(r)];
+      if (rt.finished || rt.stuck_pos < 0) continue;
+      double since = rt.end;
+      for (auto it = trace.spans.rbegin(); it != trace.spans.rend(); ++it)
+        if (it->rank == r && it->pos == rt.stuck_pos) {
+          since = it->start;
+          break;
+        }
+      const auto& op = program.ops(r)[static_cast<std::size_t>(rt.stuck_pos)];
+      const std::string text = xml_escape(program.op_text(r, op));
+      const bool in_cycle = this->in_cycle(r, rt.stuck_pos);
+      const double x0 = lay.x(since);
+      const double w = std::max(lay.x(t_end) - x0, 4.0);
+      const double y = lay.row_y(r);
+      const record::BlockedOp* b = blocked_op(r);
+      std::string why = fmt::format("rank {} blocked for good in {}", r, text);
+      if (b && b->peer >= 0) why += fmt::format(" \u2192 waits on rank {}", b->peer);
+      if (b && !b->waiting_for.empty())
+        why += fmt::format(" (waiting for {})", xml_escape(b->waiting_for));
+      if (in_cycle) why += " [deadlock cycle]";
+      fmt::print(out,
+                 "<rect class=\"stuck{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" "
+                 "height=\"{:.2f}\" fill=\"{}\" fill-opacity=\"0.22\" stroke=\"{}\" "
+                 "stroke-width=\"{}\" data-rank=\"{}\" data-pos=\"{}\" data-op=\"{}\"><title>{}"
+                 "</title></rect>\n",
+                 in_cycle ? " cycle" : "", x0, y, w, lay.row_h, kStuckColor, kStuckColor,
+                 in_cycle ? 2 : 1, r, rt.stuck_pos, text, why);
+      if (lay.row_h >= 12 && w > 6.6 * static_cast<double>(text.size()))
+        fmt::print(out,
+                   "<text x=\"{:.2f}\" y=\"{:.2f}\" fill=\"{}\" font-size=\"10\" "
+                   "pointer-events=\"none\">{}</text>\n",
+                   x0 + 3, y + lay.row_h / 2 + 4, kStuckColor, text);
+      if (b && b->peer >= 0 && b->peer < ranks && in_cycle) {
+        const bool down = b->peer > r;
+        fmt::print(out,
+                   "<line class=\"waits-on\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" "
+                   "y2=\"{:.2f}\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>\n",
+                   x0 + 2, y + (down ? lay.row_h : 0), x0 + 2,
+                   lay.row_y(b->peer) + (down ? 0 : lay.row_h), kStuckColor);
+      }
+    }
+    out << "</g>\n";
+  }
+
+  // The deadlock report's entry for `rank`: in a cycle, unmatched or behind one.
+  const record::BlockedOp* blocked_op(int rank) const {
+    if (!rec_.deadlock) return nullptr;
+    for (const auto& c : rec_.deadlock->cycles)
+      for (const auto& b : c)
+        if (b.rank == rank) return &b;
+    for (const auto* list : {&rec_.deadlock->unmatched, &rec_.deadlock->blocked})
+      for (const auto& b : *list)
+        if (b.rank == rank) return &b;
+    return nullptr;
+  }
+
+  // The deadlock described in lines of at most `fits` characters, for under the axis.
+  void describe_lines(std::size_t fits) {
+    deadlock_lines_.clear();
+    if (!rec_.deadlock) return;
+    const auto& d = *rec_.deadlock;
+    auto describe = [](const record::BlockedOp& b) {
+      std::string s = fmt::format("rank {} blocked in {}", b.rank, b.op);
+      if (b.peer >= 0) s += fmt::format(" \u2192 rank {}", b.peer);
+      if (!b.waiting_for.empty()) s += fmt::format(" (waiting for {})", b.waiting_for);
+      return s;
+    };
+    std::size_t n = 0;
+    for (const auto& c : d.cycles) {
+      std::string line = fmt::format("Deadlock cycle {}: ", ++n);
+      for (std::size_t i = 0; i < c.size(); ++i) line += (i ? "; " : "") + describe(c[i]);
+      if (!c.empty()) line += fmt::format("; back to rank {}", c.front().rank);
+      wrap_line(std::move(line), fits, deadlock_lines_);
+    }
+    for (const auto& b : d.unmatched) wrap_line("Unmatched: " + describe(b), fits, deadlock_lines_);
+    for (const auto& b : d.blocked)
+      wrap_line("Behind the cycle: " + describe(b), fits, deadlock_lines_);
+    if (deadlock_lines_.size() > kMaxDeadlockLines) {
+      const std::size_t more = deadlock_lines_.size() - (kMaxDeadlockLines - 1);
+      deadlock_lines_.resize(kMaxDeadlockLines - 1);
+      deadlock_lines_.push_back(fmt::format("\u2026 and {} more", more));
+    }
+    if (d.cut())
+      deadlock_lines_.push_back(
+          fmt::format("({} cycles in all; the first {} are listed in the report)", d.cycle_count(),
+                      d.cycles.size()));
+  }
+
+  void text(std::ostream& out, const Layout& lay, double axis_y) const {
+    if (deadlock_lines_.empty()) return;
+    out << "<g class=\"deadlock\" font-size=\"11\">\n";
+    double y = axis_y + 36 + 12;
+    for (const auto& l : deadlock_lines_) {
+      fmt::print(out, "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n", lay.left, y,
+                 kStuckColor, xml_escape(l));
+      y += 16;
+    }
+    out << "</g>\n";
+  }
+
+ private:
+  const record::RunRecord& rec_;
+  bool deadlocked_ = false;
+  std::set<std::pair<int, int>> cycle_ops_;
+  std::vector<std::string> deadlock_lines_;
+};
+
 class Drawer {
  public:
   Drawer(std::ostream& out, const record::RunRecord& rec, const TimelineOptions& options)
@@ -96,9 +226,6 @@ class Drawer {
     if (!(t_end_ > 0)) t_end_ = 1;
     if (opt_.interactive)  // who sent what each receive waited for
       for (const auto& t : trace_.transfers) sender_[{t.dst_rank, t.dst_pos}] = t.src_rank;
-    if (rec_.deadlock)
-      for (const auto& cycle : rec_.deadlock->cycles)
-        for (const auto& b : cycle) cycle_ops_.insert({b.rank, b.position});
   }
 
   void draw(bool fragment) {
@@ -119,9 +246,9 @@ class Drawer {
     legend();
     rows();
     transfers();
-    stuck();
+    deadlock_.bands(out_, lay_, t_end_);
     axis();
-    deadlock_text();
+    deadlock_.text(out_, lay_, axis_y_);
     out_ << "</svg>\n";
   }
 
@@ -152,8 +279,11 @@ class Drawer {
     const double rows_bottom = lay_.row_y(P) - lay_.gap;
     axis_y_ = rows_bottom + 6;
     height_ = axis_y_ + 36;
-    deadlock_lines();
-    height_ += static_cast<double>(deadlock_lines_.size()) * 16 + (deadlock_lines_.empty() ? 0 : 6);
+    // 6.2 px is about a character at font-size 11.
+    deadlock_.describe_lines(
+        static_cast<std::size_t>(std::max(40.0, (width_ - lay_.left - 10) / 6.2)));
+    height_ +=
+        static_cast<double>(deadlock_.line_count()) * 16 + (deadlock_.line_count() == 0 ? 0 : 6);
   }
 
   static double item_width(const std::string& label) {
@@ -438,7 +568,7 @@ class Drawer {
     const double x0 = lay_.x(s.start), w = (s.end - s.start) * lay_.scale;
     const bool reverse =
         !program_.routes().is_linear() && program_.routes().route_of(head.microbatch) > 0;
-    const bool in_cycle = cycle_ops_.count({s.rank, s.pos}) > 0;
+    const bool in_cycle = deadlock_.in_cycle(s.rank, s.pos);
     fmt::print(out_,
                "<rect class=\"op\" x=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\"", x0,
                w, lay_.row_h, hex(fill));
@@ -499,67 +629,6 @@ class Drawer {
     out_ << "</g>\n";
   }
 
-  // Each rank that blocked for good: a red band from the op it is stuck in to the end of the axis,
-  // thicker when that op is part of a wait-for cycle, with a dashed line to the rank it waits on.
-  void stuck() {
-    if (!deadlocked_) return;
-    out_ << "<g class=\"stuck-ops\">\n";
-    for (int r = 0; r < ranks_; ++r) {
-      const auto& rt = trace_.ranks[static_cast<std::size_t>(r)];
-      if (rt.finished || rt.stuck_pos < 0) continue;
-      double since = rt.end;
-      for (auto it = trace_.spans.rbegin(); it != trace_.spans.rend(); ++it)
-        if (it->rank == r && it->pos == rt.stuck_pos) {
-          since = it->start;
-          break;
-        }
-      const auto& op = program_.ops(r)[static_cast<std::size_t>(rt.stuck_pos)];
-      const std::string text = xml_escape(program_.op_text(r, op));
-      const bool in_cycle = cycle_ops_.count({r, rt.stuck_pos}) > 0;
-      const double x0 = lay_.x(since);
-      const double w = std::max(lay_.x(t_end_) - x0, 4.0);
-      const double y = lay_.row_y(r);
-      const record::BlockedOp* b = blocked_op(r);
-      std::string why = fmt::format("rank {} blocked for good in {}", r, text);
-      if (b && b->peer >= 0) why += fmt::format(" \u2192 waits on rank {}", b->peer);
-      if (b && !b->waiting_for.empty())
-        why += fmt::format(" (waiting for {})", xml_escape(b->waiting_for));
-      if (in_cycle) why += " [deadlock cycle]";
-      fmt::print(out_,
-                 "<rect class=\"stuck{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" "
-                 "height=\"{:.2f}\" fill=\"{}\" fill-opacity=\"0.22\" stroke=\"{}\" "
-                 "stroke-width=\"{}\" data-rank=\"{}\" data-pos=\"{}\" data-op=\"{}\"><title>{}"
-                 "</title></rect>\n",
-                 in_cycle ? " cycle" : "", x0, y, w, lay_.row_h, kStuckColor, kStuckColor,
-                 in_cycle ? 2 : 1, r, rt.stuck_pos, text, why);
-      if (lay_.row_h >= 12 && w > 6.6 * static_cast<double>(text.size()))
-        fmt::print(out_,
-                   "<text x=\"{:.2f}\" y=\"{:.2f}\" fill=\"{}\" font-size=\"10\" "
-                   "pointer-events=\"none\">{}</text>\n",
-                   x0 + 3, y + lay_.row_h / 2 + 4, kStuckColor, text);
-      if (b && b->peer >= 0 && b->peer < ranks_ && in_cycle) {
-        const bool down = b->peer > r;
-        fmt::print(out_,
-                   "<line class=\"waits-on\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" "
-                   "y2=\"{:.2f}\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>\n",
-                   x0 + 2, y + (down ? lay_.row_h : 0), x0 + 2,
-                   lay_.row_y(b->peer) + (down ? 0 : lay_.row_h), kStuckColor);
-      }
-    }
-    out_ << "</g>\n";
-  }
-
-  const record::BlockedOp* blocked_op(int rank) const {
-    if (!rec_.deadlock) return nullptr;
-    for (const auto& c : rec_.deadlock->cycles)
-      for (const auto& b : c)
-        if (b.rank == rank) return &b;
-    for (const auto* list : {&rec_.deadlock->unmatched, &rec_.deadlock->blocked})
-      for (const auto& b : *list)
-        if (b.rank == rank) return &b;
-    return nullptr;
-  }
-
   // The time axis' tick spacing (the HTML report's memory chart uses the same ticks).
   double tick_step() const {
     return nice_step(t_end_, std::max(2, static_cast<int>((width_ - 100) / 90)));
@@ -589,54 +658,6 @@ class Drawer {
                x_end, y + 29, xml_escape(trace_.time_unit));
   }
 
-  void deadlock_lines() {
-    deadlock_lines_.clear();
-    if (!rec_.deadlock) return;
-    const auto& d = *rec_.deadlock;
-    auto describe = [](const record::BlockedOp& b) {
-      std::string s = fmt::format("rank {} blocked in {}", b.rank, b.op);
-      if (b.peer >= 0) s += fmt::format(" \u2192 rank {}", b.peer);
-      if (!b.waiting_for.empty()) s += fmt::format(" (waiting for {})", b.waiting_for);
-      return s;
-    };
-    std::size_t n = 0;
-    for (const auto& c : d.cycles) {
-      std::string line = fmt::format("Deadlock cycle {}: ", ++n);
-      for (std::size_t i = 0; i < c.size(); ++i) line += (i ? "; " : "") + describe(c[i]);
-      if (!c.empty()) line += fmt::format("; back to rank {}", c.front().rank);
-      add_wrapped(line);
-    }
-    for (const auto& b : d.unmatched) add_wrapped("Unmatched: " + describe(b));
-    for (const auto& b : d.blocked) add_wrapped("Behind the cycle: " + describe(b));
-    if (deadlock_lines_.size() > kMaxDeadlockLines) {
-      const std::size_t more = deadlock_lines_.size() - (kMaxDeadlockLines - 1);
-      deadlock_lines_.resize(kMaxDeadlockLines - 1);
-      deadlock_lines_.push_back(fmt::format("\u2026 and {} more", more));
-    }
-    if (d.cut())
-      deadlock_lines_.push_back(
-          fmt::format("({} cycles in all; the first {} are listed in the report)", d.cycle_count(),
-                      d.cycles.size()));
-  }
-
-  // 6.2 px is about a character at font-size 11.
-  void add_wrapped(std::string line) {
-    const auto fits = static_cast<std::size_t>(std::max(40.0, (width_ - lay_.left - 10) / 6.2));
-    wrap_line(std::move(line), fits, deadlock_lines_);
-  }
-
-  void deadlock_text() {
-    if (deadlock_lines_.empty()) return;
-    out_ << "<g class=\"deadlock\" font-size=\"11\">\n";
-    double y = axis_y_ + 36 + 12;
-    for (const auto& l : deadlock_lines_) {
-      fmt::print(out_, "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n", lay_.left, y,
-                 kStuckColor, xml_escape(l));
-      y += 16;
-    }
-    out_ << "</g>\n";
-  }
-
   std::ostream& out_;
   const record::RunRecord& rec_;
   const record::Trace& trace_;
@@ -653,9 +674,8 @@ class Drawer {
   int legend_rows_ = 1;
   std::vector<std::string> title_lines_;
   double legend_y_ = 30;
-  std::set<std::pair<int, int>> cycle_ops_;
   std::map<std::pair<int, int>, int> sender_;  // (rank, pos) of a receive -> the sending rank
-  std::vector<std::string> deadlock_lines_;
+  DeadlockMarks deadlock_{rec_};
 };
 
 }  // namespace
