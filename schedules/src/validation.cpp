@@ -53,6 +53,100 @@ struct Tables {
   std::vector<std::int32_t> send, recv;  // each tensor's sides, as kUnseen above describes
 };
 
+// A posted request, as validation tracks it.
+struct Request {
+  std::size_t tensor;
+  bool send;
+  int pos;  // the op that posted it
+};
+
+// Request ids of one rank: a dense table indexed by id when the ids are small (as lowering
+// numbers them, 0..n-1), else a hash map, so that memory follows the ops and not the largest id.
+class RequestTable {
+ public:
+  explicit RequestTable(std::span<const Op> ops) {
+    std::int64_t min_id = 0, max_id = -1;
+    for (const Op& op : ops)
+      if (is_comm(op.kind) && op.async) {
+        min_id = std::min<std::int64_t>(min_id, op.request);
+        max_id = std::max<std::int64_t>(max_id, op.request);
+      }
+    dense_ = min_id >= 0 && max_id < static_cast<std::int64_t>(2 * ops.size() + 64);
+    if (dense_) base::assign_huge(slots_, static_cast<std::size_t>(max_id + 1), Slot{});
+  }
+  // The outstanding request `id`, or nullptr.
+  const Request* outstanding(std::int32_t id) const {
+    if (dense_) {
+      const Slot* s = slot(id);
+      return s && s->state == State::outstanding ? &s->req : nullptr;
+    }
+    const auto it = outstanding_.find(id);
+    return it == outstanding_.end() ? nullptr : &it->second;
+  }
+  bool finished(std::int32_t id) const {
+    if (dense_) {
+      const Slot* s = slot(id);
+      return s && s->state == State::finished;
+    }
+    return finished_.count(id) > 0;
+  }
+  bool used(std::int32_t id) const {
+    if (dense_) {
+      const Slot* s = slot(id);
+      return s && s->state != State::none;
+    }
+    return outstanding_.count(id) > 0 || finished_.count(id) > 0;
+  }
+  void post(std::int32_t id, Request req) {  // id not used()
+    if (dense_) {
+      slots_[static_cast<std::size_t>(id)] = {req, State::outstanding};
+      ++open_;
+    } else {
+      outstanding_.emplace(id, req);
+    }
+  }
+  void finish(std::int32_t id) {  // id outstanding()
+    if (dense_) {
+      slots_[static_cast<std::size_t>(id)].state = State::finished;
+      --open_;
+    } else {
+      outstanding_.erase(id);
+      finished_.insert(id);
+    }
+  }
+  // (id, the op that posted it) of every request still outstanding, by id.
+  std::vector<std::pair<std::int32_t, int>> left() const {
+    std::vector<std::pair<std::int32_t, int>> out;
+    if (dense_) {
+      if (open_ == 0) return out;
+      for (std::size_t id = 0; id < slots_.size(); ++id)
+        if (slots_[id].state == State::outstanding)
+          out.emplace_back(static_cast<std::int32_t>(id), slots_[id].req.pos);
+      return out;
+    }
+    for (const auto& [id, req] : outstanding_) out.emplace_back(id, req.pos);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  enum class State : std::uint8_t { none, outstanding, finished };
+  struct Slot {
+    Request req{};
+    State state = State::none;
+  };
+  const Slot* slot(std::int32_t id) const {
+    return id >= 0 && static_cast<std::size_t>(id) < slots_.size()
+               ? &slots_[static_cast<std::size_t>(id)]
+               : nullptr;
+  }
+  bool dense_ = false;
+  std::size_t open_ = 0;
+  std::vector<Slot> slots_;
+  std::unordered_map<std::int32_t, Request> outstanding_;
+  std::unordered_set<std::int32_t> finished_;
+};
+
 // Checks ranks into its own list of diagnostics; `absorb` appends another checker's list as if
 // its ranks had been checked here, after this one's.
 class Validator {
@@ -88,12 +182,6 @@ class Validator {
   }
 
  private:
-  struct Request {
-    std::size_t tensor;
-    bool send;
-    int pos;  // the op that posted it
-  };
-
   std::size_t cell(int stage, int mb) const { return sem_.cell_index(stage, mb); }
   std::size_t tensor_index(const Op& comm_op) const {
     return sem_.tensor_index(sem_.tensor_of(comm_op));
@@ -256,93 +344,6 @@ class Validator {
         break;
     }
   }
-
-  // Request ids of one rank: a dense table indexed by id when the ids are small (as lowering
-  // numbers them, 0..n-1), else a hash map, so that memory follows the ops and not the largest id.
-  class RequestTable {
-   public:
-    explicit RequestTable(std::span<const Op> ops) {
-      std::int64_t min_id = 0, max_id = -1;
-      for (const Op& op : ops)
-        if (is_comm(op.kind) && op.async) {
-          min_id = std::min<std::int64_t>(min_id, op.request);
-          max_id = std::max<std::int64_t>(max_id, op.request);
-        }
-      dense_ = min_id >= 0 && max_id < static_cast<std::int64_t>(2 * ops.size() + 64);
-      if (dense_) base::assign_huge(slots_, static_cast<std::size_t>(max_id + 1), Slot{});
-    }
-    // The outstanding request `id`, or nullptr.
-    const Request* outstanding(std::int32_t id) const {
-      if (dense_) {
-        const Slot* s = slot(id);
-        return s && s->state == State::outstanding ? &s->req : nullptr;
-      }
-      const auto it = outstanding_.find(id);
-      return it == outstanding_.end() ? nullptr : &it->second;
-    }
-    bool finished(std::int32_t id) const {
-      if (dense_) {
-        const Slot* s = slot(id);
-        return s && s->state == State::finished;
-      }
-      return finished_.count(id) > 0;
-    }
-    bool used(std::int32_t id) const {
-      if (dense_) {
-        const Slot* s = slot(id);
-        return s && s->state != State::none;
-      }
-      return outstanding_.count(id) > 0 || finished_.count(id) > 0;
-    }
-    void post(std::int32_t id, Request req) {  // id not used()
-      if (dense_) {
-        slots_[static_cast<std::size_t>(id)] = {req, State::outstanding};
-        ++open_;
-      } else {
-        outstanding_.emplace(id, req);
-      }
-    }
-    void finish(std::int32_t id) {  // id outstanding()
-      if (dense_) {
-        slots_[static_cast<std::size_t>(id)].state = State::finished;
-        --open_;
-      } else {
-        outstanding_.erase(id);
-        finished_.insert(id);
-      }
-    }
-    // (id, the op that posted it) of every request still outstanding, by id.
-    std::vector<std::pair<std::int32_t, int>> left() const {
-      std::vector<std::pair<std::int32_t, int>> out;
-      if (dense_) {
-        if (open_ == 0) return out;
-        for (std::size_t id = 0; id < slots_.size(); ++id)
-          if (slots_[id].state == State::outstanding)
-            out.emplace_back(static_cast<std::int32_t>(id), slots_[id].req.pos);
-        return out;
-      }
-      for (const auto& [id, req] : outstanding_) out.emplace_back(id, req.pos);
-      std::sort(out.begin(), out.end());
-      return out;
-    }
-
-   private:
-    enum class State : std::uint8_t { none, outstanding, finished };
-    struct Slot {
-      Request req{};
-      State state = State::none;
-    };
-    const Slot* slot(std::int32_t id) const {
-      return id >= 0 && static_cast<std::size_t>(id) < slots_.size()
-                 ? &slots_[static_cast<std::size_t>(id)]
-                 : nullptr;
-    }
-    bool dense_ = false;
-    std::size_t open_ = 0;
-    std::vector<Slot> slots_;
-    std::unordered_map<std::int32_t, Request> outstanding_;
-    std::unordered_set<std::int32_t> finished_;
-  };
 
   void check_rank(int r) {
     const auto& ops = p_.ops(r);
