@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <type_traits>
 
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/profile/kineto.hpp"
@@ -62,12 +63,21 @@ std::string read_bytes(const std::string& path) {
   return out;
 }
 
-double number(const json& e, const char* key, const std::string& where) {
+// `where` names the event in the message: a string, or a callable making one (a trace holds
+// millions of kernels, and the text is needed only for a bad one).
+template <typename Where>
+double number(const json& e, const char* key, const Where& where) {
   const auto it = e.find(key);
-  if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>()))
+  if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>())) {
+    std::string w;
+    if constexpr (std::is_invocable_v<Where>)
+      w = where();
+    else
+      w = where;
     throw ProfileError(
-        fmt::format("{}: key '{}': expected a finite number, got {}", where, key,
+        fmt::format("{}: key '{}': expected a finite number, got {}", w, key,
                     it == e.end() ? std::string("nothing") : base::excerpt(it->dump(), 60)));
+  }
   return it->get<double>();
 }
 
@@ -277,14 +287,15 @@ RankTrace parse_trace(std::string_view text, const std::string& source,
       note();
       const auto corr = int_arg(*args, "correlation");
       if (!corr) return false;
-      const std::string where =
-          fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
+      const auto where = [&] {
+        return fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
+      };
       const double ts = number(parsed, "ts", where);
       if (cat == "cuda_runtime" || cat == "cuda_driver") {
         t.launches.push_back({ts, *corr, int_arg(parsed, "tid").value_or(-1)});
       } else {
         const double dur = number(parsed, "dur", where);
-        if (dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
+        if (dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where()));
         t.device.push_back({ts, dur, *corr});
       }
       return false;
