@@ -39,7 +39,7 @@ config::ConfigError config_error_of(const json& j) {
 
 #define CHECK_REFUSED(j, key_, expected_)                                                       \
   do {                                                                                          \
-    const config::ConfigError e_ = config_error_of(j);                                                 \
+    const config::ConfigError e_ = config_error_of(j);                                          \
     INFO("what(): " << e_.what());                                                              \
     CHECK(e_.source() == "cfg.json");                                                           \
     CHECK(e_.key() == std::string(key_));                                                       \

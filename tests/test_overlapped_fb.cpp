@@ -100,7 +100,8 @@ TEST_CASE("overlapped_fb.anything_but_time_0_fraction", "[overlapped_fb][config]
     INFO("value " << value.dump() << ": " << e.what());
     CHECK(e.source() == kOverlapSource);
     CHECK(e.key() == key);
-    CHECK_THAT(e.what(), StartsWith(kOverlapSource + ": key '" + key + "': ") && Contains(expected));
+    CHECK_THAT(e.what(),
+               StartsWith(kOverlapSource + ": key '" + key + "': ") && Contains(expected));
   };
   const std::string either = "expected a time >= 0 or {\"fraction\": x} with 0 < x <= 1";
   check("80%", "costs.overlapped_fb", either);
