@@ -272,12 +272,7 @@ ImportedTransfers time_transfers(const std::vector<detail::TransferPair>& pairs,
   }
   out.sizes.assign(sizes.begin(), sizes.end());
   fit = detail::fit_link(samples);
-  if (!samples.empty()) {
-    std::vector<double> t;
-    for (const auto& x : samples) t.push_back(x.second);
-    std::sort(t.begin(), t.end());
-    out.median = t[t.size() / 2];
-  }
+  out.median = fit.median;
   return out;
 }
 

@@ -82,6 +82,7 @@ LinkFit fit_link(const std::vector<std::pair<std::int64_t, double>>& samples) {
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2),
                    times.end());
   const double median = times[times.size() / 2];
+  out.median = median;
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
   for (const auto& [bytes, t] : samples) {

@@ -51,6 +51,7 @@ std::vector<TransferPair> pair_transfers(const std::vector<std::vector<TimedComm
 // the slope is positive; otherwise the median time is the latency and bandwidth 0 (no term).
 struct LinkFit {
   double latency = 0, bandwidth = 0;  // time and bytes per time, in the samples' unit
+  double median = 0;                  // the median time (0 without samples)
 };
 LinkFit fit_link(const std::vector<std::pair<std::int64_t, double>>& samples);
 
