@@ -41,6 +41,8 @@ run LOOP64 "$BUILD/bench/ppsim_bench_event_loop" --ranks 64 --ops 8192 --reps "$
 run FLOOR64 python3 bench/floor.py --build "$BUILD" --reps $((REPS + 2)) --target 0.025 $P64
 run FLOOR256 python3 bench/floor.py --build "$BUILD" --reps "$REPS" --target 1.5 $P256
 run FIRSTTOUCH "$BUILD/bench/ppsim_bench_first_touch"
+# One whole layout (GPT-3 175B, t 8, p 16, d 8, M 64) beyond the process's start.
+run LAYOUT python3 bench/layout_eval.py --build "$BUILD" --reps $((REPS * 7))
 # `ppsim search` on the zero-bubble paper's largest setting (docs/SEARCH.md).
 run SEARCH "$BUILD/bench/ppsim_bench_search" --repeat "$REPS"
 if [ -z "${ONLY:-}" ]; then

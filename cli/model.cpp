@@ -9,6 +9,7 @@
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/reader.hpp"
 #include "ppsim/config/sweep.hpp"
+#include "ppsim/model/cluster.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/sim/simulator.hpp"
@@ -107,7 +108,66 @@ Achieved achieved(const config::Prepared& p) {
   return out;
 }
 
-std::string text_report(const config::Prepared& p, const std::vector<FamilyRun>& families) {
+model::Parallel parallel_of(const config::Prepared& p) {
+  const model::Layout& l = p.config.model_section->layout;
+  return {l.tensor_parallel, l.context_parallel, l.expert_parallel, l.data_parallel,
+          p.program->ranks()};
+}
+
+constexpr model::Axis kAxes[] = {model::Axis::tensor, model::Axis::context, model::Axis::expert,
+                                 model::Axis::data, model::Axis::pipeline};
+
+std::string placement_text(const config::Prepared& p) {
+  const model::Derivation& d = *p.derivation;
+  const model::Parallel par = parallel_of(p);
+  std::string groups;
+  for (model::Axis a : kAxes) {
+    const model::GroupSpan g = model::span(par, a, d.gpus_per_node);
+    if (g.size <= 1) continue;
+    groups +=
+        fmt::format(", {} {} ({})", model::to_string(a), g.size,
+                    g.crosses_nodes() ? fmt::format("{} nodes, {} a node", g.nodes, g.per_node)
+                                      : std::string("one node"));
+  }
+  return fmt::format(
+      "  cluster   {} GPUs in nodes of {}, order {}{}; intra-node {} {:.4g} GB/s, inter-node {} "
+      "{:.4g} GB/s\n",
+      par.world(), d.gpus_per_node, model::rank_order(), groups, d.intra_node.name,
+      d.intra_node.bandwidth / 1e9, d.inter_node.name, d.inter_node.bandwidth / 1e9);
+}
+
+std::string step_text(const config::Prepared& p, const std::optional<record::RunRecord>& run) {
+  if (!run || !run->step) return "  step      not simulated (the schedule did not run)\n";
+  const record::StepSummary& s = run->step->summary;
+  const record::StepBreakdown& b = s.breakdown;
+  auto ms = [](double x) { return fmt::format("{:.4g}", x * 1e3); };
+  return fmt::format(
+      "  step      {} ms ({}): compute {} + tp {} + cp {} + ep {} + bubble {} + dp {} + "
+      "optimizer {} ms on rank {}\n"
+      "            global batch {}, {:.4g} tokens/s, {:.4g} TFLOP/s per GPU, MFU {:.1f}%\n",
+      ms(s.time), p.config.kind, ms(b.compute), ms(b.tp_comm), ms(b.cp_comm), ms(b.ep_comm),
+      ms(b.pp_bubble), ms(b.dp_exposed), ms(b.optimizer), run->step->critical_rank, s.global_batch,
+      s.tokens_per_second, s.tflops_per_gpu, s.mfu * 100);
+}
+
+json step_json(const config::Prepared& p, const std::optional<record::RunRecord>& run) {
+  const model::Derivation& d = *p.derivation;
+  const model::Parallel par = parallel_of(p);
+  json groups = json::object();
+  for (model::Axis a : kAxes) {
+    const model::GroupSpan g = model::span(par, a, d.gpus_per_node);
+    groups[model::to_string(a)] = {{"size", g.size}, {"nodes", g.nodes}, {"per_node", g.per_node}};
+  }
+  json placement = {{"order", model::rank_order()},
+                    {"gpus", par.world()},
+                    {"gpus_per_node", d.gpus_per_node},
+                    {"groups", groups}};
+  if (!run || !run->step) return {{"placement", placement}};
+  return {{"placement", placement}, {"step", viz::to_json(*run->step, p.config.kind)}};
+}
+
+std::string text_report(const config::Prepared& p, const std::vector<FamilyRun>& families,
+                        const std::optional<record::RunRecord>& step) {
   const config::Config& c = p.config;
   const model::Transformer& m = c.model_section->transformer;
   const model::Layout& l = c.model_section->layout;
@@ -131,11 +191,15 @@ std::string text_report(const config::Prepared& p, const std::vector<FamilyRun>&
                      l.data_parallel, l.distributed_optimizer ? " distributed optimizer" : "",
                      d.bytes_per_param, recompute);
   out += fmt::format(
-      "  hardware  {}: {:.4g} TFLOP/s x {:.3g} = {:.4g} TFLOP/s, memory {}; p2p {} {:.4g} GB/s, "
+      "  hardware  {}: {:.4g} TFLOP/s {}, memory {}; p2p {} {:.4g} GB/s, "
       "{:.3g} us\n",
-      hw.gpu.name, hw.gpu.peak_flops / 1e12, hw.flops_efficiency, d.achieved_flops / 1e12,
+      hw.gpu.name, hw.gpu.peak_flops / 1e12,
+      d.per_op
+          ? std::string("(per-op costs)")
+          : fmt::format("x {:.3g} = {:.4g} TFLOP/s", hw.flops_efficiency, d.achieved_flops / 1e12),
       hw.memory_bytes > 0 ? gb(static_cast<double>(hw.memory_bytes)) : std::string("unlimited"),
       d.link.name, d.link.bandwidth / 1e9, d.link.latency * 1e6);
+  if (d.per_op) out += placement_text(p) + step_text(p, step);
   out += fmt::format(
       "  boundary  {} bytes per transfer: {:.4g} {}\n\n", d.boundary_bytes,
       p.model.network.latency +
@@ -172,24 +236,27 @@ std::string text_report(const config::Prepared& p, const std::vector<FamilyRun>&
       fmt::format("\n  schedules at M={} ({}; peak = busiest rank):\n", p.program->microbatches(),
                   c.default_comm ? std::string("each with its default comm")
                                  : fmt::format("all with comm style {}", c.lowering.style));
-  out += fmt::format("  {:<18} {:>10} {:>5} {:>12} {:>7}  {}\n", "schedule", "peak", "rank",
-                     "makespan", "bubble", "verdict");
+  out += fmt::format("  {:<18} {:>10} {:>5} {:>12} {:>9} {:>7}  {}\n", "schedule", "peak", "rank",
+                     "makespan", "step s", "bubble", "verdict");
   for (const auto& f : families) {
     if (!f.run || !f.run->metrics) {
       const std::string why = f.run ? f.run->verdict().text() : base::excerpt(f.error, 90);
-      out += fmt::format("  {:<18} {:>10} {:>5} {:>12} {:>7}  {}\n", f.schedule, "-", "-", "-", "-",
-                         why);
+      out += fmt::format("  {:<18} {:>10} {:>5} {:>12} {:>9} {:>7}  {}\n", f.schedule, "-", "-",
+                         "-", "-", "-", why);
       continue;
     }
     const auto [peak, rank] = peak_of(*f.run);
-    out += fmt::format("  {:<18} {:>10} {:>5} {:>12.6g} {:>7.4f}  {}\n", f.schedule,
-                       gb(static_cast<double>(peak)), rank, f.run->metrics->makespan,
+    const std::string step_s =
+        f.run->step ? fmt::format("{:.4g}", f.run->step->summary.time) : std::string("-");
+    out += fmt::format("  {:<18} {:>10} {:>5} {:>12.6g} {:>9} {:>7.4f}  {}\n", f.schedule,
+                       gb(static_cast<double>(peak)), rank, f.run->metrics->makespan, step_s,
                        f.run->metrics->bubble_fraction, f.run->verdict().text());
   }
   return out;
 }
 
-json json_report(const config::Prepared& p, const std::vector<FamilyRun>& families) {
+json json_report(const config::Prepared& p, const std::vector<FamilyRun>& families,
+                 const std::optional<record::RunRecord>& step) {
   const model::Derivation& d = *p.derivation;
   const auto& hw = p.config.hardware->hardware;
   json stages = json::array();
@@ -217,6 +284,7 @@ json json_report(const config::Prepared& p, const std::vector<FamilyRun>& famili
       one["peak_memory_bytes"] = peak;
       one["rank"] = rank;
       one["makespan"] = f.run->metrics->makespan;
+      if (f.run->step) one["step_time"] = f.run->step->summary.time;
       one["bubble_fraction"] = f.run->metrics->bubble_fraction;
       one["verdict"] = f.run->verdict().text();
     } else {
@@ -242,6 +310,7 @@ json json_report(const config::Prepared& p, const std::vector<FamilyRun>& famili
          {{"name", d.link.name}, {"bandwidth", d.link.bandwidth}, {"latency", d.link.latency}}}}},
       {"stages", stages},
       {"schedules", schedules}};
+  if (d.per_op) out.update(step_json(p, step));
   const Achieved a = achieved(p);
   json eff = json::object();
   if (a.forward) eff["forward"] = *a.forward;
@@ -267,10 +336,16 @@ int cmd_model(const std::string& path, bool json_out, const std::string& calibra
     const config::Prepared prepared =
         config::prepare(cfg, {common.max_memory, config::Workload::run});
     const std::vector<FamilyRun> families = run_families(cfg, common);
+    // The config's own schedule, for the whole step.
+    std::optional<record::RunRecord> step;
+    if (prepared.derivation->per_op) {
+      step = sim::analyze(prepared, {.max_memory = common.max_memory});
+      if (!step->step) step.reset();
+    }
     if (json_out)
-      std::cout << viz::json_text(json_report(prepared, families)) << "\n";
+      std::cout << viz::json_text(json_report(prepared, families, step)) << "\n";
     else
-      std::cout << text_report(prepared, families);
+      std::cout << text_report(prepared, families, step);
     return kOk;
   });
 }

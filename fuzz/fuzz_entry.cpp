@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ppsim/config/config.hpp"
+#include "ppsim/config/hf_config.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/profile/calibration.hpp"
 #include "ppsim/profile/kineto.hpp"
@@ -197,7 +198,7 @@ Outcome oplist_entry(std::string_view bytes) {
   const std::size_t cells =
       static_cast<std::size_t>(p.stages()) * static_cast<std::size_t>(p.microbatches());
   if (p.ranks() <= kMaxDimension && cells <= static_cast<std::size_t>(kMaxProduct)) {
-    model::Model model{model::CostModel::uniform(p.stages(), {}), {}, {}};
+    model::Model model{model::CostModel::uniform(p.stages(), {}), {}, {}, {}};
     model.network.bandwidth = 4;
     model.network.boundary_bytes = 8;
     model.memory.activation_bytes = 16;
@@ -313,7 +314,25 @@ Outcome profile_entry(std::string_view bytes) {
   }
 }
 
+Outcome hf_config_entry(std::string_view bytes) {
+  config::HfModel hf;
+  try {
+    hf = config::parse_hf_config(config::parse_json_text(std::string(bytes), kSource), kSource);
+  } catch (const config::ConfigError& e) {
+    require_source(e);
+    return Outcome::rejected;
+  }
+  const model::Transformer& m = hf.transformer;
+  const bool moe_ok = m.experts == 0 ? m.top_k == 0 : m.top_k >= 1 && m.top_k <= m.experts;
+  if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.hidden % m.heads != 0 || m.kv_heads < 1 ||
+      m.heads % m.kv_heads != 0 || m.ffn_hidden < 1 || m.vocab < 1 || m.sequence_length < 0 ||
+      !moe_ok || hf.architecture.empty())
+    throw std::logic_error("parse_hf_config accepted a network the model cannot take");
+  return Outcome::accepted;
+}
+
 Outcome run_entry(const std::string& target, std::string_view bytes) {
+  if (target == "hf_config") return hf_config_entry(bytes);
   if (target == "profile") return profile_entry(bytes);
   if (target == "search_result") return search_result_entry(bytes);
   if (target == "config") return config_entry(bytes);

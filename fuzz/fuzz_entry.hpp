@@ -44,7 +44,13 @@ Outcome search_result_entry(std::string_view bytes);
 // calibration fragment (profile::calibration_overrides) over a config of another layout.
 Outcome profile_entry(std::string_view bytes);
 
-// Name for messages: "config", "oplist", "torch_csv", "pipeline", "search_result", "profile".
+// Bytes = a Hugging Face config.json: parse_json_text -> parse_hf_config; an accepted one must
+// give a network the `model` section's checks would take (positive sizes, heads dividing hidden,
+// key/value heads dividing heads, top_k within the experts).
+Outcome hf_config_entry(std::string_view bytes);
+
+// Name for messages: "config", "oplist", "torch_csv", "pipeline", "search_result", "profile",
+// "hf_config".
 Outcome run_entry(const std::string& target, std::string_view bytes);
 
 }  // namespace ppsim::fuzz

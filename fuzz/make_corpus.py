@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates the seed corpus fuzz/corpus/<target>/ from configs/*.json, the op-list strings of
-tests/test_program_text.cpp and `ppsim export` of small configs. Usage:
+tests/test_program_text.cpp, `ppsim export` of small configs and the Hugging Face configs of
+tests/data/hf/. Usage:
     python3 fuzz/make_corpus.py PPSIM_BINARY
 Inputs of the config and pipeline targets are JSON text, then NUL-separated --set assignments
 (fuzz/fuzz_entry.hpp)."""
@@ -9,7 +10,8 @@ import hashlib, json, pathlib, re, subprocess, sys
 root = pathlib.Path(__file__).resolve().parent.parent
 ppsim = sys.argv[1]
 out = root / "fuzz" / "corpus"
-seeds = {"config": [], "oplist": [], "pipeline": [], "search_result": [], "profile": []}
+seeds = {"config": [], "oplist": [], "pipeline": [], "search_result": [], "profile": [],
+         "hf_config": []}
 
 configs = sorted((root / "configs").glob("*.json"))
 small = [("schedule.ranks=3", "schedule.microbatches=4")]
@@ -134,6 +136,23 @@ seeds["profile"] += [json.dumps(f) for f in [
                     "layout": {"stage_ranks": [0, 1, 2, 3]}}},
     {"costs": {"per_stage": {"0": {"forward": 1}}}, "layout": {"stage_ranks": [0, 1]}},
     {"costs": {"per_stage": {"0": {"forward": 1}}}, "comm": {"latency": 1}}]]
+
+# Hugging Face config.json files (config/hf_config.hpp): the published ones of tests/data/hf/,
+# each architecture by model_type alone, and what the reader refuses.
+hf = {c.stem: json.loads(c.read_text()) for c in sorted((root / "tests" / "data" / "hf").glob("*.json"))}
+for j in hf.values():
+    seeds["hf_config"].append(json.dumps(j, separators=(",", ":")))
+    k = dict(j)
+    del k["architectures"]
+    seeds["hf_config"].append(json.dumps(k))
+for name, change in [("gpt2", {"n_inner": None, "tie_word_embeddings": False}),
+                     ("qwen1.5-moe-a2.7b", {"decoder_sparse_step": 2}),
+                     ("qwen1.5-moe-a2.7b", {"mlp_only_layers": [0, 3]}),
+                     ("meta-llama-3-8b", {"architectures": ["DeepseekV3ForCausalLM"]}),
+                     ("meta-llama-3-8b", {"head_dim": 96, "num_key_value_heads": 5}),
+                     ("mixtral-8x7b-v0.1", {"num_experts_per_tok": 9})]:
+    seeds["hf_config"].append(json.dumps({**hf[name], **change}))
+seeds["hf_config"] += ['{"architectures": ["LlamaForCausalLM"], "hidden_size": 40 96}', "[]", "{}"]
 
 for target, items in seeds.items():
     d = out / target

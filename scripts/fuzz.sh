@@ -7,12 +7,13 @@
 # "-fork=1 -ignore_crashes=1" to go on after a crash; FUZZ_JOBS how many targets run at once
 # (default: the cores). See docs/FUZZING.md.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    targets: config oplist torch_csv pipeline search_result profile
+#                                            hf_config
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(config oplist torch_csv pipeline search_result profile)
+[ ${#targets[@]} -eq 0 ] && targets=(config oplist torch_csv pipeline search_result profile hf_config)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 artifacts=${FUZZ_ARTIFACTS:-$build/artifacts}
 
@@ -59,6 +60,7 @@ for t in "${targets[@]}"; do
     torch_csv) cat fuzz/torch_csv.dict >"$work/$t.dict" ;;
     search_result) cat fuzz/json.dict fuzz/search_result.dict >"$work/$t.dict" ;;
     profile) cat fuzz/json.dict fuzz/profile.dict >"$work/$t.dict" ;;
+    hf_config) cat fuzz/hf_config.dict >"$work/$t.dict" ;;
     *) cat fuzz/json.dict fuzz/oplist.dict >"$work/$t.dict" ;;
   esac
   echo "== fuzz_$t: ${seconds}s"

@@ -14,6 +14,8 @@ TARGET = 0.05  # |measured - predicted| / predicted makespan
 
 
 GPU_BEGIN = "<!-- gpu-validation: written by scripts/validate-gpu.sh -->"
+STEP_BEGIN = "<!-- step-validation: written by scripts/validate_published.py -->"
+STEP_END = "<!-- end of step-validation -->"
 
 
 def fmt(x, digits=4):
@@ -166,18 +168,22 @@ def main():
         doc += [""] + cross
         ok = ok and cross_ok
     doc += ["", "## Per schedule", ""] + body
-    # The GPU section (scripts/validate-gpu.sh) is its own command's: kept as it is.
-    gpu = ""
+    # The whole-step section (scripts/validate_published.py) and the GPU section
+    # (scripts/validate-gpu.sh) are their own commands': kept as they are.
+    gpu = step = ""
     try:
         with open(args.output) as f:
             old = f.read()
+        begin, end = old.find(STEP_BEGIN), old.find(STEP_END)
+        if 0 <= begin < end:
+            step = "\n" + old[begin:end + len(STEP_END)] + "\n"
         begin = old.find(GPU_BEGIN)
         if begin >= 0:
             gpu = "\n" + old[begin:].rstrip("\n") + "\n"
     except FileNotFoundError:
         pass
     with open(args.output, "w") as f:
-        f.write("\n".join(doc).rstrip("\n") + "\n" + gpu)
+        f.write("\n".join(doc).rstrip("\n") + "\n" + step + gpu)
     print(f"wrote {args.output}: {'all cases pass' if ok else 'SOME CASES FAIL'}", file=sys.stderr)
     return 0 if ok else 1
 

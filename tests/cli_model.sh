@@ -51,4 +51,70 @@ expect 2 model "$llama" --calibration "$tmp/bad.json"
 has "$tmp/bad.json: key 'costs.forward'"
 expect 2 model "$llama" --calibration "$tmp/missing.json"
 has "$tmp/missing.json"
+# The whole step (docs/MODEL.md, "The whole step"): its keys, and layouts that cannot be.
+gpt="$SRC/configs/models/gpt-175b-megatron.json"
+expect 0 model "$gpt" --json
+python3 - "$out" <<'PY' || fail=$((fail + 1))
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["step"]
+parts = ["compute", "tp_comm", "cp_comm", "ep_comm", "pp_bubble", "dp_exposed", "optimizer"]
+assert set(s["breakdown"]) == set(parts), s["breakdown"]
+assert abs(sum(s["breakdown"].values()) - s["time"]) <= 1e-9 * s["time"], s
+assert s["global_batch"] == 1536 and s["gpus"] == 1024, s
+assert abs(s["tokens_per_second"] - 1536 * 2048 / s["time"]) <= 1e-9 * s["tokens_per_second"]
+assert abs(s["mfu"] - s["tflops_per_gpu"] * 1e12 / 312e12) < 1e-12, s
+g = j["placement"]["groups"]
+assert j["placement"]["order"] == "tp-cp-ep-dp-pp"
+assert g["tensor"] == {"size": 8, "nodes": 1, "per_node": 8}, g
+assert g["data"] == {"size": 8, "nodes": 8, "per_node": 1}, g
+assert all("step_time" in f for f in j["schedules"] if f.get("verdict") == "ok"), j["schedules"]
+print("ok: model --json step and placement")
+PY
+expect 0 run "$gpt"
+has "step_time"
+expect 0 run "$gpt" --json
+has '"tokens_per_second"'
+# Configs without a model section keep their output: no step.
+expect 0 run "$SRC/configs/1f1b.json" --json
+lacks '"step"'
+expect 2 run "$gpt" --set model.global_batch_size=1001
+has "key 'model.global_batch_size'"
+expect 2 run "$gpt" --set schedule.microbatches=8
+has "key 'schedule.microbatches'"
+expect 2 run "$gpt" --set model.context_parallel=3
+has "key 'model.context_parallel'"
+expect 2 run "$gpt" --set model.expert_parallel=2
+has "key 'model.expert_parallel'"
+expect 2 run "$gpt" --set hardware.inter_node.bandwidth=-1
+has "key 'hardware.inter_node.bandwidth'"
+expect 2 run "$gpt" --set hardware.inter_node.bandwidth=0
+has "key 'hardware.inter_node.bandwidth'"
+expect 2 run "$gpt" --set 'hardware.kernels={"lunch": 1}'
+has "hardware.kernels.lunch"
+expect 2 run "$gpt" --set model.preset=gpt-9t
+has "key 'model.preset'"
+expect 2 run "$gpt" --set model.layers=96
+has "key 'model.layers'"
+# A Hugging Face config.json: read, or refused naming the file and key.
+mkdir -p "$tmp/hf"
+cp "$SRC/tests/data/hf/mixtral-8x7b-v0.1.json" "$tmp/hf/config.json"
+cat > "$tmp/hf/run.json" <<'JSON'
+{"schedule": {"kind": "1f1b", "ranks": 4},
+ "model": {"hf_config": "config.json", "sequence_length": 4096, "tensor_parallel": 2,
+           "data_parallel": 8, "expert_parallel": 8, "global_batch_size": 256},
+ "hardware": {"gpu": "h100-sxm"}}
+JSON
+expect 0 model "$tmp/hf/run.json"
+has "8 experts top-2"
+has "expert 8"
+echo '{"architectures": ["BertForMaskedLM"], "hidden_size": 768}' > "$tmp/hf/config.json"
+expect 2 model "$tmp/hf/run.json"
+has "LlamaForCausalLM"
+echo '{"architectures": ' > "$tmp/hf/config.json"
+expect 2 model "$tmp/hf/run.json"
+has "config.json"
+echo '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096}' > "$tmp/hf/config.json"
+expect 2 model "$tmp/hf/run.json"
+has "num_hidden_layers"
 finish

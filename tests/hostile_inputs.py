@@ -106,9 +106,24 @@ def generate(g):
                 "model.ffn_hidden", "model.vocab", "model.sequence_length",
                 "model.micro_batch_size", "model.tensor_parallel", "model.data_parallel",
                 "model.experts", "model.top_k", "hardware.memory_bytes",
-                "hardware.flops_efficiency", "hardware.peak_flops"]:
+                "hardware.flops_efficiency", "hardware.peak_flops",
+                "model.context_parallel", "model.expert_parallel", "model.global_batch_size",
+                "hardware.gpus_per_node", "hardware.kernels.launch",
+                "hardware.kernels.gemm_peak_fraction", "hardware.collectives.bus_efficiency",
+                "hardware.inter_node.bandwidth", "hardware.intra_node.latency"]:
         for v in values:
             g.over(f"model-{key}={v}", llama, [f"{key}={v}"])
+    # The whole step's layout keys together, and the network from a file or a preset.
+    g.over("model-step-everything-on", llama, ["model.overlap_grad_reduce=true",
+                                               "model.overlap_param_gather=true",
+                                               "model.tp_comm_overlap=true",
+                                               "model.context_parallel=2",
+                                               "hardware.gpus_per_node=1"])
+    g.over("model-hf-missing", llama, ['model={"hf_config": "/nonexistent/config.json", '
+                                       '"sequence_length": 4096}'])
+    g.over("model-hf-directory", llama, ['model={"hf_config": "/", "sequence_length": 4096}'])
+    g.over("model-preset-junk", llama, ['model={"preset": "gpt-\u0000"}'])
+    g.over("model-preset-with-layers", llama, ['model={"preset": "gpt-175b", "layers": 3}'])
     many = json.loads(llama.read_text())
     many["model"]["layers_per_stage"] = [1] * 100000
     g.file("model-layers-per-stage-100000", json.dumps(many))

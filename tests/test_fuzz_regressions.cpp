@@ -80,10 +80,17 @@ TEST_CASE("fuzz_regressions.profile_reader_inputs_end", "[fuzz][profile]") {
   replay("profile", "corpus");
 }
 
+TEST_CASE("fuzz_regressions.hf_config_reader_inputs_end", "[fuzz][hf-config]") {
+  // fuzz regressions: the Hugging Face config.json reader ends accepted or in a ConfigError
+  replay("hf_config", "regressions");
+  replay("hf_config", "corpus");
+}
+
 TEST_CASE("fuzz_regressions.target_has_seeds_valid_seeds", "[fuzz]") {
   // fuzz corpus: every target has seeds, and valid seeds are accepted
   using ppsim::fuzz::Outcome;
-  for (const char* t : {"config", "oplist", "torch_csv", "pipeline", "search_result", "profile"})
+  for (const char* t :
+       {"config", "oplist", "torch_csv", "pipeline", "search_result", "profile", "hf_config"})
     CHECK(files_under(fs::path(PPSIM_FUZZ_DIR) / "corpus" / t).size() >= 5);
   const std::string cfg = read_bytes(fs::path(PPSIM_FUZZ_DIR) / ".." / "configs" / "1f1b.json");
   CHECK(ppsim::fuzz::config_entry(cfg) == Outcome::accepted);

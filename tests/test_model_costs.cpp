@@ -77,13 +77,17 @@ TEST_CASE("model_costs.published_counts_llama_2_70b", "[model-costs]") {
   // (GQA, SwiGLU, RMSNorm, untied embeddings, no biases).
   CHECK(total_params(prepared(base_config(llama2_70b())), 1) == 68'976'648'192.0);
   CHECK(total_params(prepared(base_config(llama3_8b())), 1) == 8'030'261'248.0);
-  // Tensor parallelism divides every stage's share; tying drops the LM head.
+  // Tensor parallelism divides every stage's share. Tying drops the LM head on one stage; with
+  // P > 1 Megatron keeps a copy of the word embedding on the last stage, so nothing is dropped.
   json tp = llama2_70b();
   tp["tensor_parallel"] = 8;
   CHECK(near(total_params(prepared(base_config(tp)), 8), 68'976'648'192.0));
   json tied = llama3_8b();
   tied["tied_embeddings"] = true;
-  CHECK(total_params(prepared(base_config(tied)), 1) == 8'030'261'248.0 - 4096.0 * 128256);
+  const json one_stage = {{"kind", "1f1b"}, {"ranks", 1}, {"microbatches", 8}};
+  CHECK(total_params(prepared(base_config(tied, one_stage)), 1) ==
+        8'030'261'248.0 - 4096.0 * 128256);
+  CHECK(total_params(prepared(base_config(tied)), 1) == 8'030'261'248.0);
 }
 
 TEST_CASE("model_costs.megatron_s_most_loaded_shard", "[model-costs]") {
@@ -150,13 +154,15 @@ TEST_CASE("model_costs.korthikanti_et_al_2022_table", "[model-costs]") {
 TEST_CASE("model_costs.1f1b_s_first_rank_peaks", "[model-costs]") {
   // model.activation_bytes: 1F1B's first rank peaks at Megatron's activation memory
   // compute_activation_memory (sequence parallel + selective, non-interleaved, M >= p):
-  // [s·b·h·(18 + 4f/h)·L + 8·s·b·p + s·b·h·p] / t; the simulated rank 0 holds exactly p
-  // microbatches' stashes of its stage at its peak.
+  // [s·b·h·(18 + 4f/h)·L + 8·s·b·p + s·b·h·p] / t at g = a without SwiGLU; ppsim counts GQA's
+  // K and V at g/a of Q (18 -> 14 + 4g/a) and SwiGLU's two fc1 outputs (4f/h -> 6f/h). The
+  // simulated rank 0 holds exactly p microbatches' stashes of its stage at its peak.
   const json j = llama2_70b_on_8();
   const auto rec = sim::analyze(config::parse_config(j, kModelSource));
   REQUIRE(rec.metrics);
-  const double s = 4096, b = 1, h = 8192, f = 28672, L = 80, p = 8, t = 8;
-  const double megatron = (s * b * h * (18 + 4 * f / h) * L + 8 * s * b * p + s * b * h * p) / t;
+  const double s = 4096, b = 1, h = 8192, f = 28672, L = 80, p = 8, t = 8, g = 8, a = 64;
+  const double megatron =
+      (s * b * h * (14 + 4 * g / a + 6 * f / h) * L + 8 * s * b * p + s * b * h * p) / t;
   const double ours = static_cast<double>(rec.metrics->per_rank[0].peak_activation_bytes);
   CHECK(std::abs(ours - megatron) / megatron < 1e-9);
 }
@@ -187,6 +193,8 @@ TEST_CASE("model_costs.megatron_s_count_per_microbatch", "[model-costs]") {
   const auto p = prepared(base_config(gpt));  // 4 stages of 1 layer; stage 1 has no head
   const double b = 3, s = 512, h = 1024;
   const auto& st = p.derivation->stages[1];
+  const auto flat = prepared(base_config(gpt, {{"kind", "1f1b"}, {"ranks", 4}, {"microbatches", 8}},
+                                         {{"gpu", "h100-sxm"}, {"flops_efficiency", 0.5}}));
   CHECK(near(st.flops_forward, 24 * b * s * h * h + 2 * b * s * s * h));
   CHECK(near(st.flops_backward_input, 24 * b * s * h * h + 4 * b * s * s * h));
   CHECK(near(st.flops_backward_weight, 24 * b * s * h * h));
@@ -201,8 +209,9 @@ TEST_CASE("model_costs.megatron_s_count_per_microbatch", "[model-costs]") {
   sel["recompute"] = "selective";
   CHECK(near(prepared(base_config(sel)).derivation->stages[1].flops_backward_input,
              st.flops_backward_input + 2 * b * s * s * h));
-  // Times: FLOPs at peak x efficiency, in the config's unit (ms); B = I + W.
-  const auto& c = p.model.costs.stages[1];
+  // Times with a flops_efficiency: FLOPs at peak x efficiency, in the config's unit (ms); B =
+  // I + W.
+  const auto& c = flat.model.costs.stages[1];
   CHECK(near(c.forward, st.flops_forward / (989e12 * 0.5) * 1e3, 1e-12));
   CHECK(near(c.backward, c.backward_input + c.backward_weight, 1e-12));
 }

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "ppsim/model/cluster.hpp"
+
 namespace ppsim::config {
 
 namespace {
@@ -87,6 +89,33 @@ void apply_derived(const Config& c, const model::Derivation& d, Model& m) {
   if (!given(c, "comm", "bandwidth")) m.network.bandwidth = link.bandwidth * unit;
 }
 
+// The step after the pipeline (per-op costs only): each stage's buckets, each rank's optimizer
+// and parameter all-gather, the tied embedding's ranks, in time units.
+void apply_step(const Config& c, const model::Derivation& d, const schedules::Program& p,
+                Model& m) {
+  if (!d.per_op) return;
+  const double unit = microseconds_per_unit(c.time_unit) * 1e-6;
+  model::StepPhases& step = m.step;
+  step.enabled = true;
+  step.overlap_grad_reduce = c.model_section->layout.overlap_grad_reduce;
+  step.buckets.assign(d.stages.size(), {});
+  step.optimizer.assign(static_cast<std::size_t>(p.ranks()), 0.0);
+  step.param_gather.assign(static_cast<std::size_t>(p.ranks()), 0.0);
+  for (const model::StageFigures& f : d.stages) {
+    auto& mine = step.buckets[static_cast<std::size_t>(f.stage)];
+    for (model::GradBucket b : f.buckets) {
+      b.duration /= unit;
+      mine.push_back(b);
+    }
+    const auto r = static_cast<std::size_t>(p.rank_of(f.stage));
+    step.optimizer[r] += f.optimizer / unit;
+    step.param_gather[r] += f.param_gather / unit;
+    if (f.embedding && step.embedding_first < 0) step.embedding_first = p.rank_of(f.stage);
+    if (f.head && step.embedding_last < 0) step.embedding_last = p.rank_of(f.stage);
+  }
+  step.embedding_sync = d.embedding_sync / unit;
+}
+
 Prepared prepare_unblamed(const Config& c, const ResourceLimits& limits) {
   check_resources(c, limits);  // before the program takes any memory
   Prepared run;
@@ -118,7 +147,10 @@ Prepared prepare_unblamed(const Config& c, const ResourceLimits& limits) {
     run.model.costs.stages.push_back(resolve(
         c, own, key, derived_costs(c, run.derivation->stages[static_cast<std::size_t>(s)])));
   }
-  if (run.derivation) apply_derived(c, *run.derivation, run.model);
+  if (run.derivation) {
+    apply_derived(c, *run.derivation, run.model);
+    apply_step(c, *run.derivation, *program, run.model);
+  }
   check_numbers(c, *program, run.model);
   return run;
 }
@@ -128,10 +160,16 @@ Prepared prepare_unblamed(const Config& c, const ResourceLimits& limits) {
 model::Derivation derive(const Config& c, const schedules::Program& program) {
   const ModelSection& ms = *c.model_section;
   model::Hardware hw = c.hardware->hardware;
-  // The default link: NVLink when the pipeline's GPUs fit in one 8-GPU node, else InfiniBand.
+  model::Layout layout = ms.layout;
+  layout.pipeline_parallel = program.ranks();
+  // The default link between stages: the nodes' own when the pipeline's ranks share a node,
+  // else the network between nodes (ranks placed tensor, context, data, then pipeline).
   if (!c.hardware->link_given) {
-    const bool one_node = static_cast<long long>(ms.layout.tensor_parallel) * program.ranks() <= 8;
-    hw.link = *model::find_link(one_node ? hw.gpu.link : "ib-ndr");
+    const long long stride =
+        1LL * layout.tensor_parallel * layout.context_parallel * layout.data_parallel;
+    const bool one_node =
+        !model::span_of(program.ranks(), stride, hw.gpus_per_node).crosses_nodes();
+    hw.link = one_node ? hw.intra_node : hw.inter_node;
   }
   // Each stage's place along its microbatches' route; every route runs the whole network.
   const schedules::Routes& routes = program.routes();
@@ -154,7 +192,7 @@ model::Derivation derive(const Config& c, const schedules::Program& program) {
     for (int s = 0; s < program.stages(); ++s) positions[static_cast<std::size_t>(s)] = s;
   }
   try {
-    return model::derive(ms.transformer, ms.layout, hw, positions, route_stages);
+    return model::derive(ms.transformer, layout, hw, positions, route_stages);
   } catch (const std::invalid_argument& e) {
     throw ConfigError(
         c.source, ms.layout.layers_per_stage.empty() ? "model.layers" : "model.layers_per_stage",

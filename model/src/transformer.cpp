@@ -1,5 +1,7 @@
 #include "ppsim/model/transformer.hpp"
 
+#include "ppsim/model/step.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -12,10 +14,10 @@ namespace ppsim::model {
 // the datasheet's GB (10^9 bytes), HBM bandwidth.
 const std::vector<Gpu>& gpu_presets() {
   static const std::vector<Gpu> gpus = {
-      {"h100-sxm", 989e12, 80'000'000'000, 3.35e12, "nvlink4"},
-      {"h200", 989e12, 141'000'000'000, 4.8e12, "nvlink4"},
-      {"a100-80gb", 312e12, 80'000'000'000, 2.039e12, "nvlink3"},
-      {"b200", 2.25e15, 180'000'000'000, 8e12, "nvlink5"},
+      {"h100-sxm", 989e12, 80'000'000'000, 3.35e12, "nvlink4", 132},
+      {"h200", 989e12, 141'000'000'000, 4.8e12, "nvlink4", 132},
+      {"a100-80gb", 312e12, 80'000'000'000, 2.039e12, "nvlink3", 108},
+      {"b200", 2.25e15, 180'000'000'000, 8e12, "nvlink5", 148},
   };
   return gpus;
 }
@@ -28,6 +30,7 @@ const std::vector<Link>& link_presets() {
       {"nvlink5", 900e9, 5e-6},  // B200: 1.8 TB/s both directions
       {"ib-hdr", 25e9, 10e-6},   // 200 Gb/s per GPU
       {"ib-ndr", 50e9, 10e-6},   // 400 Gb/s per GPU
+      {"ib-xdr", 100e9, 10e-6},  // 800 Gb/s per GPU
   };
   return links;
 }
@@ -83,8 +86,12 @@ LayerFigures layer_figures(const Transformer& m, const Layout& layout) {
   const double norm = m.rmsnorm ? 1 : 2;
   const bool moe = m.experts > 0;
   // The MLP width a token goes through, and the width whose weights the layer holds.
-  const double f_token = moe ? double(m.top_k) * m.moe_ffn_hidden : double(m.ffn());
-  const double f_held = moe ? double(m.experts) * m.moe_ffn_hidden : double(m.ffn());
+  // Shared experts run on every token beside its routed ones; each rank holds experts / ep of
+  // the routed experts.
+  const double shared = double(m.shared_experts) * m.shared_ffn_hidden;
+  const double f_token = moe ? double(m.top_k) * m.moe_ffn_hidden + shared : double(m.ffn());
+  const double f_held = moe ? double(m.experts) / layout.expert_parallel * m.moe_ffn_hidden + shared
+                            : double(m.ffn());
   LayerFigures out;
   // theoretical_memory_usage.py: 2h(f·gated + norm) + 2h²(1 + g/a).
   out.params = (2 * h * (f_held * gated + norm) + 2 * h * h * (1 + g / a)) / t;
@@ -94,8 +101,10 @@ LayerFigures layer_figures(const Transformer& m, const Layout& layout) {
   // attention scores. 1-byte dropout masks, d-byte tensors.
   const double E = s * b * h;
   const double replicated = 4 * E * d + 2 * E;  // 2 norm inputs, QKV and MLP inputs; masks
-  const double split = 4 * E * d + 2 * s * b * f_token * d;  // Q, K, V, proj input; MLP act in/out
-  const double scores = a * s * s * b * (2 * d + 1);         // softmax out, its mask, dropout out
+  // Q, K and V (K and V of g groups), the projection's input; the MLP's activation input (both
+  // halves with SwiGLU) and output.
+  const double split = (2 + 2 * g / a) * E * d + (m.swiglu ? 3 : 2) * s * b * f_token * d;
+  const double scores = a * s * s * b * (2 * d + 1);  // softmax out, its mask, dropout out
   const bool sp = layout.sequence_parallel;
   switch (layout.recompute) {
     case Recompute::none:
@@ -154,19 +163,24 @@ Derivation derive(const Transformer& m, const Layout& layout, const Hardware& hw
     f.embedding = at == 0;
     f.head = at == route_stages - 1;
     const double L = f.layers;
-    double params = L * one.params, act = L * one.activation, stash = L * one.weight_stash;
-    double fwd = L * one.forward, inp = L * (one.input + one.recompute), wgt = L * one.weight;
+    // Context parallel splits every token-proportional figure over its cp ranks.
+    const double cp = layout.context_parallel;
+    double params = L * one.params, act = L * one.activation / cp,
+           stash = L * one.weight_stash / cp;
+    double fwd = L * one.forward / cp, inp = L * (one.input + one.recompute) / cp,
+           wgt = L * one.weight / cp;
     if (f.embedding) {
       params += h * V / t;
-      act += (8 * s * b + s * b * h) / t;  // token ids; the embedding's dropout mask
+      act += (8 * s * b + s * b * h) / t / cp;  // token ids; the embedding's dropout mask
     }
     if (f.head) {
-      // The final norm, and the LM head unless it is the (tied) embedding of stage 0; with one
-      // stage a tied head is that same matrix.
-      params += norm * h / t + (m.tied_embeddings ? 0 : h * V / t);
-      act += 4 * s * b * (h + V) / t;  // inputs of the output layer and of the loss
-      stash += (sp ? s * b * h * d / t : s * b * h * d) + s * b * V * d / t;
-      const double logits = 2 * s * b * h * V / t;
+      // The final norm and the LM head. A tied head is the embedding itself only when one stage
+      // holds both; otherwise Megatron keeps a copy of the word embedding on the last stage
+      // (summed with the first's gradient every step).
+      params += norm * h / t + (m.tied_embeddings && route_stages == 1 ? 0 : h * V / t);
+      act += 4 * s * b * (h + V) / t / cp;  // inputs of the output layer and of the loss
+      stash += ((sp ? s * b * h * d / t : s * b * h * d) + s * b * V * d / t) / cp;
+      const double logits = 2 * s * b * h * V / t / cp;
       fwd += logits;
       inp += logits;
       wgt += logits;
@@ -185,6 +199,10 @@ Derivation derive(const Transformer& m, const Layout& layout, const Hardware& hw
     }
     out.stages.push_back(f);
   }
+  // Megatron's count (training.py): forward, and two of it for the backward, recompute aside.
+  const double logits_flops = 2 * s * b * h * V / t;
+  out.model_flops = 3 * (m.layers * one.forward + logits_flops) * t / b;
+  if (!hw.flops_efficiency_given) derive_step(m, layout, hw, route_stages, out);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "ppsim/config/run_step.hpp"
 #include "ppsim/sim/simulator.hpp"
+#include "ppsim/sim/step_summary.hpp"
 
 namespace ppsim::sim {
 
@@ -21,9 +22,11 @@ record::RunRecord analyze(const config::Prepared& prepared, const AnalyzeOptions
   rec.deadlock = std::move(r.deadlock);
   if (r.send_held_rank >= 0)
     rec.send_hold = record::RunRecord::SendHold{r.send_held_rank, r.send_held};
+  rec.step = std::move(r.step);
   rec.metrics = static_cast<record::RunMetrics&&>(std::move(r));
   rec.out_of_memory =
       record::out_of_memory(*rec.metrics, prepared.model.memory.limit_bytes, /*split=*/true);
+  summarize_step(prepared, rec);
   if (options.trace) rec.trace = std::move(trace);
   return rec;
 }

@@ -16,6 +16,7 @@
 #include "engine/nccl_progress.hpp"
 #include "engine/network.hpp"
 #include "engine/state.hpp"
+#include "engine/step_channel.hpp"
 #include "engine/streams.hpp"
 #include "ppsim/base/huge_pages.hpp"
 #include "ppsim/model/op_duration.hpp"
@@ -66,7 +67,8 @@ class Engine {
             },
             this),
         hazards_(p_, sem_),
-        progress_(sem_, o.network) {}
+        progress_(sem_, o.network),
+        step_(o.step, p.stages()) {}
 
   SimResult run() {
     setup();
@@ -258,6 +260,13 @@ class Engine {
     });
   }
 
+  // The ops that produce weight gradients, for the data-parallel channel.
+  void gradients(int r, const Op& op, double begin, double end) {
+    sem_.for_each_part(r, op, [&](const Op& part) {
+      if (part.kind == OpKind::W || part.kind == OpKind::B) step_.gradient(part.stage, begin, end);
+    });
+  }
+
   void end_compute(int r, RankState& rs, const Op& op, double t) {
     sem_.for_each_part(r, op, [&](const Op& part) { end_part(r, rs, part, t); });
   }
@@ -367,6 +376,7 @@ class Engine {
         const double begin = t + o_.costs.launch_overhead;
         const double end = begin + duration(r, op);
         start_compute(r, rs, op, begin);
+        if (step_.enabled()) gradients(r, op, begin, end);
         if (obs_) obs_->on_compute(r, pos, begin, end);
         rs.busy += end - begin;  // as a trace's spans sum it, so both give identical metrics
         ++rs.pc;
@@ -552,6 +562,12 @@ class Engine {
     res.summarize();
     res.comm_bytes = comm_bytes_;
     res.endpoint_records = eps_.size();
+    if (step_.enabled() && !stuck) {
+      std::vector<double> ends(static_cast<std::size_t>(R_));
+      for (int r = 0; r < R_; ++r)
+        ends[static_cast<std::size_t>(r)] = res.per_rank[static_cast<std::size_t>(r)].end;
+      res.step = step_.finish(p_, ends);
+    }
     if (stuck)
       res.deadlock = engine::analyze_deadlock({p_, sem_, ranks_, eps_, progress_.streams()});
     res.errors = hazards_.take();
@@ -577,6 +593,7 @@ class Engine {
   engine::Hazards hazards_;
   Progress progress_;
   std::vector<engine::TensorSlots> tensors_;
+  engine::StepChannel step_;
 };
 
 }  // namespace

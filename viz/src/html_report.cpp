@@ -108,8 +108,11 @@ std::string table_row(const record::RunRecord& run, std::size_t index) {
   row += number_cell(p.microbatches(), fmt::format("{}", p.microbatches()));
   if (run.metrics) {
     const auto& m = *run.metrics;
-    row += number_cell(m.makespan,
-                       fmt::format("{:.3f} {}", m.makespan, xml_escape(run.info.time_unit)));
+    // A config with a `model` section: the whole step's time beside the pipeline's.
+    const std::string step =
+        run.step ? fmt::format(" (step {:.4g} s)", run.step->summary.time) : std::string();
+    row += number_cell(
+        m.makespan, fmt::format("{:.3f} {}{}", m.makespan, xml_escape(run.info.time_unit), step));
     row += number_cell(m.bubble_fraction, fmt::format("{:.4f}", m.bubble_fraction));
     row += number_cell(m.bubble_vs_ideal, fmt::format("{:.4f}", m.bubble_vs_ideal));
     row += per_rank_cell(

@@ -58,6 +58,27 @@ void add_out_of_memory(json& j, const record::RunRecord& a) {
   j["out_of_memory"] = list;
 }
 
+json to_json(const record::StepTiming& step, const std::string& schedule) {
+  const record::StepSummary& s = step.summary;
+  const record::StepBreakdown& b = s.breakdown;
+  return {{"schedule", schedule},
+          {"time", s.time},
+          {"breakdown",
+           {{"compute", b.compute},
+            {"tp_comm", b.tp_comm},
+            {"cp_comm", b.cp_comm},
+            {"ep_comm", b.ep_comm},
+            {"pp_bubble", b.pp_bubble},
+            {"dp_exposed", b.dp_exposed},
+            {"optimizer", b.optimizer}}},
+          {"critical_rank", step.critical_rank},
+          {"global_batch", s.global_batch},
+          {"gpus", s.gpus},
+          {"tokens_per_second", s.tokens_per_second},
+          {"tflops_per_gpu", s.tflops_per_gpu},
+          {"mfu", s.mfu}};
+}
+
 json to_json(const record::RunRecord& a) {
   const auto& info = a.info;
   const auto& p = *a.program;
@@ -85,6 +106,7 @@ json to_json(const record::RunRecord& a) {
   const record::RunMetrics& r = *a.metrics;
   j["simulated"] = true;
   j["makespan"] = r.makespan;
+  if (a.step) j["step"] = to_json(*a.step, a.info.schedule);
   j["bubble_fraction"] = r.bubble_fraction;
   j["bubble_vs_ideal"] = r.bubble_vs_ideal;
   j["comm_bytes"] = r.comm_bytes;

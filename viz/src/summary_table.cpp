@@ -26,6 +26,13 @@ std::string summary_text(const record::RunRecord& a) {
   if (a.metrics) {
     const auto& r = *a.metrics;
     out += fmt::format("  makespan         {:.4f} {}\n", r.makespan, u);
+    if (a.step) {
+      const record::StepSummary& st = a.step->summary;
+      out += fmt::format(
+          "  step_time        {:.4f} s   the whole step: {:.4g} tokens/s, {:.4g} TFLOP/s per GPU, "
+          "MFU {:.1f}%\n",
+          st.time, st.tokens_per_second, st.tflops_per_gpu, st.mfu * 100);
+    }
     out += fmt::format("  bubble_fraction  {:.4f}   1 - sum(busy) / (P * makespan)\n",
                        r.bubble_fraction);
     out += fmt::format("  bubble_vs_ideal  {:.4f}   (makespan - max busy) / max busy\n",
@@ -117,20 +124,28 @@ std::string lowering_stall(const record::RunRecord& a) {
 
 std::string compare_table(const std::vector<record::RunRecord>& runs) {
   std::size_t w = 4;
-  for (const auto& a : runs) w = std::max(w, shown(a.info.name).size());
+  bool steps = false;  // a config with a `model` section: the whole step's seconds too
+  for (const auto& a : runs) {
+    w = std::max(w, shown(a.info.name).size());
+    steps = steps || a.step.has_value();
+  }
   std::string out = fmt::format(
-      "{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {:>12} {:>8} {:>8} {:>8} {:>12} {:>12}  {}\n", "name",
-      w, "schedule", "P", "V", "M", "comm", "makespan", "bubble", "vs_ideal", "inflight",
-      "peak_mem", "comm_bytes", "verdict");
+      "{:<{}} {:<17} {:>4} {:>3} {:>6} {:<14} {:>12}{} {:>8} {:>8} {:>8} {:>12} {:>12}  {}\n",
+      "name", w, "schedule", "P", "V", "M", "comm", "makespan",
+      steps ? fmt::format(" {:>10}", "step_s") : "", "bubble", "vs_ideal", "inflight", "peak_mem",
+      "comm_bytes", "verdict");
   std::vector<std::string> notes;
   for (const auto& a : runs) {
     const auto& p = *a.program;
-    std::string metrics =
-        fmt::format("{:>12} {:>8} {:>8} {:>8} {:>12} {:>12}", "-", "-", "-", "-", "-", "-");
+    const std::string step_col = !steps   ? ""
+                                 : a.step ? fmt::format(" {:>10.4f}", a.step->summary.time)
+                                          : fmt::format(" {:>10}", "-");
+    std::string metrics = fmt::format("{:>12}{} {:>8} {:>8} {:>8} {:>12} {:>12}", "-", step_col,
+                                      "-", "-", "-", "-", "-");
     if (a.metrics) {
       const auto& r = *a.metrics;
-      metrics = fmt::format("{:>12.3f} {:>8.4f} {:>8.4f} {:>8} {:>12} {:>12}", r.makespan,
-                            r.bubble_fraction, r.bubble_vs_ideal, r.peak_inflight,
+      metrics = fmt::format("{:>12.3f}{} {:>8.4f} {:>8.4f} {:>8} {:>12} {:>12}", r.makespan,
+                            step_col, r.bubble_fraction, r.bubble_vs_ideal, r.peak_inflight,
                             r.peak_memory_bytes, r.comm_bytes);
     }
     std::string verdict = a.verdict().text();

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ppsim/model/step_phases.hpp"
 #include "ppsim/schedules/p2p_streams.hpp"
 #include "ppsim/schedules/validation.hpp"
 
@@ -114,6 +115,7 @@ struct Model {
   CostModel costs;
   NetworkOptions network;
   MemoryOptions memory;
+  StepPhases step;  // enabled with a `model` section: the rest of a training step
 };
 
 }  // namespace ppsim::model

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "ppsim/model/kernel_model.hpp"
+#include "ppsim/model/pass_times.hpp"
+#include "ppsim/model/step_phases.hpp"
+
 namespace ppsim::model {
 
 enum class Recompute { none, selective, full };
@@ -23,9 +27,15 @@ struct Transformer {
   int micro_batch_size = 1;  // b
   bool tied_embeddings = false;
   int dtype_bytes = 2;  // activations and boundary tensors: bf16/fp16 2, fp32 4
+  bool fp16 = false;    // fp16 (loss scaling, fp16 gradients) rather than bf16
   // Mixture of experts: every layer's MLP is `experts` experts of `moe_ffn_hidden`, each token
   // routed to `top_k` of them; 0 experts = dense.
   int experts = 0, top_k = 0, moe_ffn_hidden = 0;
+  // Experts every token goes through besides its routed ones (Qwen2-MoE, DeepSeek), of width
+  // shared_ffn_hidden each; 0 = none.
+  int shared_experts = 0, shared_ffn_hidden = 0;
+  bool flash_attention = false;  // fused attention: no s x s scores in memory
+  bool dropout = true;           // hidden and attention dropout (GPT's 0.1), with their masks
 
   int query_groups() const { return kv_heads > 0 ? kv_heads : heads; }
   std::int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : std::int64_t{4} * hidden; }
@@ -35,7 +45,14 @@ struct Transformer {
 struct Layout {
   int tensor_parallel = 1;  // t
   bool sequence_parallel = false;
-  int data_parallel = 1;  // d
+  int data_parallel = 1;      // d
+  int context_parallel = 1;   // cp: the sequence split over cp ranks, K/V passed round a ring
+  int expert_parallel = 1;    // ep: the experts split over ep of the d·cp data-parallel ranks
+  int global_batch_size = 0;  // sequences per step over all replicas; 0 = M·b·d
+  // Megatron's overlap flags (all off by default there): gradient reduction under the last
+  // backward, the parameter all-gather under the next forward, TP collectives under GEMMs.
+  bool overlap_grad_reduce = false, overlap_param_gather = false, tp_comm_overlap = false;
+  int pipeline_parallel = 1;  // the schedule's ranks (set from it, not read)
   bool distributed_optimizer = false;
   Recompute recompute = Recompute::none;
   std::vector<int> layers_per_stage;  // one per virtual stage; empty = even
@@ -48,6 +65,7 @@ struct Gpu {
   std::int64_t memory_bytes = 0;
   double memory_bandwidth = 0;  // HBM bytes/s
   std::string link;             // its NVLink preset
+  int sms = 0;                  // streaming multiprocessors (GEMM waves); 0 = unknown
 };
 
 // The link between two pipeline stages.
@@ -60,8 +78,16 @@ struct Link {
 struct Hardware {
   Gpu gpu;
   std::int64_t memory_bytes = 0;  // the limit a rank's peak is held to; 0 = none
-  double flops_efficiency = 0.5;  // achieved fraction of peak
-  Link link;
+  // Given: every op at this flat fraction of peak (the FLOPs model); absent: per-op costs from
+  // kernel shapes and collectives (docs/MODEL.md).
+  double flops_efficiency = 0.5;
+  bool flops_efficiency_given = false;
+  Link link;  // between pipeline stages (hardware.p2p); empty name = from the placement
+  int gpus_per_node = 8;
+  Link intra_node, inter_node;
+  KernelModel kernels;
+  // Collectives: the share of a link's bandwidth their bus reaches, and each call's fixed cost.
+  double bus_efficiency = 0.85, collective_latency = 8.4e-6;
 };
 
 const std::vector<Gpu>& gpu_presets();
@@ -80,6 +106,11 @@ struct StageFigures {
   std::int64_t weight_stash_bytes = 0;   // what W still needs after I
   double flops_forward = 0, flops_backward_input = 0, flops_backward_weight = 0;
   double forward = 0, backward_input = 0, backward_weight = 0;  // seconds
+  // Per-op costs (no flops_efficiency): the three by what they are spent on, and the step's
+  // phases of this stage: its gradient buckets, optimizer and parameter all-gather (seconds).
+  PassTimes times;
+  std::vector<GradBucket> buckets;
+  double optimizer = 0, param_gather = 0;
 };
 
 struct Derivation {
@@ -88,6 +119,11 @@ struct Derivation {
   double bytes_per_param = 18;
   double achieved_flops = 0;  // peak x efficiency, FLOP/s
   Link link;                  // between stages
+  bool per_op = false;        // costs from kernels and collectives, not one efficiency
+  double embedding_sync = 0;  // the tied embedding's all-reduce between first and last stage
+  double model_flops = 0;     // one sequence's training FLOPs as Megatron counts them
+  int gpus_per_node = 8;
+  Link intra_node, inter_node;
 };
 
 // Layer counts per position along a microbatch's route of `route_stages` stages:

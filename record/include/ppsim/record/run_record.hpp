@@ -10,6 +10,7 @@
 
 #include "ppsim/record/deadlock.hpp"
 #include "ppsim/record/metrics.hpp"
+#include "ppsim/record/step.hpp"
 #include "ppsim/record/trace.hpp"
 #include "ppsim/schedules/diagnostic.hpp"
 #include "ppsim/schedules/program.hpp"
@@ -68,6 +69,7 @@ struct RunRecord {
   };
   std::optional<SendHold> send_hold;
   std::vector<OutOfMemory> out_of_memory;  // each rank over its memory, in rank order
+  std::optional<StepTiming> step;  // simulated runs of a config with a `model` section
 
   Verdict verdict() const;
   bool ok() const { return verdict().kind == VerdictKind::ok; }

@@ -8,6 +8,7 @@
 #include "ppsim/record/deadlock.hpp"
 #include "ppsim/record/metrics.hpp"
 #include "ppsim/record/observer.hpp"
+#include "ppsim/record/step.hpp"
 #include "ppsim/schedules/diagnostic.hpp"
 #include "ppsim/schedules/program.hpp"
 
@@ -37,6 +38,8 @@ struct SimResult : record::RunMetrics {
   // and for how long in all (-1 and 0: none): the lowering holding back ops that could run.
   int send_held_rank = -1;
   double send_held = 0;
+  // With the model's step phases (a `model` section): when each rank's step ends.
+  std::optional<record::StepTiming> step;
 };
 
 // The results mean something only for a program without fatal diagnostics from

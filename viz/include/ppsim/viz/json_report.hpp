@@ -15,6 +15,8 @@ std::string json_text(const nlohmann::json& j, int indent = 2);
 
 nlohmann::json to_json(const record::RunRecord& run);
 nlohmann::json to_json(const record::Deadlock& deadlock);
+// `step` of `model --json` and `run --json`: the whole training step, seconds (docs/MODEL.md).
+nlohmann::json to_json(const record::StepTiming& step, const std::string& schedule);
 nlohmann::json to_json(const schedules::Diagnostic& diagnostic);
 // One element of `ppsim check --json`: {config, name, ok, verdict, errors, deadlock}. With
 // `locate`, each error and stuck op whose op was written in a text gets "location" (and "line",
