@@ -17,6 +17,7 @@
 #include "ppsim/base/human_bytes.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/profile/calibration.hpp"
 #include "ppsim/profile/kineto.hpp"
 #include "ppsim/real/backend_error.hpp"
 #include "ppsim/real/comparison.hpp"
@@ -277,6 +278,10 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
                        fmt::format("{:.4f}", *uncalibrated_makespan));
   out += fmt::format("  {:<18} {:>16.4f} {:>16.4f}\n", "bubble_fraction", c.predicted_bubble,
                      c.measured_bubble);
+  // --calibrate on a transport with collectives: their fits, for the fragment's `collectives`.
+  for (const auto& [k, f] : real::fit_collectives(run.collectives))
+    out += fmt::format("  {:<18} {:.2f} us + bytes at {:.4g} GB/s bus, {} ranks\n",
+                       model::to_string(k), f.latency * 1e6, f.bus_bandwidth / 1e9, f.ranks);
   if (!c.ranks.empty()) {
     out += fmt::format("\n  {:>4} {:>10} {:>10} {:>14} {:>14}\n", "rank", "inflight", "inflight",
                        "peak_mem", "peak_mem");
@@ -482,7 +487,7 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
     real::Execution run;
     {
       StopOnSignal on_signal;
-      run = real::execute(prepared, {settings, &g_stop, world});
+      run = real::execute(prepared, {settings, &g_stop, world, o.calibrate});
     }
     if (ran) *ran = true;
     const bool interrupted = run.outcome == real::Outcome::interrupted;
@@ -555,8 +560,11 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
       j["failure"] = run.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.failure);
       j["predicted"] = viz::to_json(predicted);
       if (uncalibrated) j["predicted_uncalibrated_makespan"] = *uncalibrated;
-      if (calibrated)
+      if (calibrated) {
         j["calibrated"] = profile::calibration_fragment(*calibrated, prepared.program.get());
+        if (const auto coll = profile::collectives_fragment(run.collectives); !coll.is_null())
+          j["calibrated"]["collectives"] = coll;
+      }
       j["measured"] = viz::to_json(run.record);
       j["comparison"] = to_json(c, predicted.info.time_unit);
       j["comparison"]["memory_peaks_compared"] = peaks.memory_checked;

@@ -73,7 +73,8 @@ seeds["oplist"].append(overlap["schedule"]["ops"])
 # few layouts as overrides.
 for c in sorted((root / "configs" / "models").glob("*.json")):
     j = json.loads(c.read_text())
-    j["schedule"]["microbatches"] = min(j["schedule"]["microbatches"], 4)
+    j["model"].pop("global_batch_size", None)  # it would fix M
+    j["schedule"]["microbatches"] = min(j["schedule"].get("microbatches", 4), 4)
     seeds["config"].append(json.dumps(j))
     seeds["pipeline"].append(json.dumps(j, indent=1))
 llama = json.loads((root / "configs" / "models" / "llama3-8b.json").read_text())
@@ -81,7 +82,15 @@ llama["schedule"].update(kind="1f1b", microbatches=4)
 for s in [["model.recompute=\"full\"", "model.sequence_parallel=false"],
           ["model.experts=8", "model.top_k=2", "model.moe_ffn_hidden=2048"],
           ["hardware.memory_bytes=1000000000", "hardware.p2p=\"ib-ndr\""],
-          ["model.layers_per_stage=[7,9,9,7]", "costs.forward=2"]]:
+          ["model.layers_per_stage=[7,9,9,7]", "costs.forward=2"],
+          # The whole step's layout keys (docs/MODEL.md).
+          ["model.data_parallel=4", "model.global_batch_size=16", "model.overlap_grad_reduce=true",
+           "model.distributed_optimizer=true", "model.tp_comm_overlap=true"],
+          ["model.context_parallel=2", "model.flash_attention=true", "hardware.gpus_per_node=4",
+           "hardware.inter_node={\"bandwidth\":12.5e9,\"latency\":1e-5}"],
+          ["model.experts=8", "model.top_k=2", "model.data_parallel=4",
+           "model.expert_parallel=4", "model.shared_experts=1"],
+          ["hardware.kernels={\"launch\":1e-5}", "hardware.collectives={\"bus_efficiency\":0.5}"]]:
     t = json.dumps(llama) + "".join("\0" + a for a in s)
     seeds["config"].append(t)
     seeds["pipeline"].append(t)

@@ -39,7 +39,7 @@ std::string csv_of(const Program& p, TorchCsvForm form = TorchCsvForm::compute_c
   return schedules::write_torch_csv(p, form, {}, {}, "\n");
 }
 // The parse error of `text`: "ROW:CELL: message".
-std::string error_of(const std::string& text) {
+std::string parse_error_of(const std::string& text) {
   try {
     schedules::parse_torch_csv(text);
   } catch (const schedules::ParseError& e) {
@@ -207,40 +207,40 @@ TEST_CASE("torch_csv.round_trips_over_generator_comm", "[torch]") {
 
 TEST_CASE("torch_csv.hostile_input_error_naming_row", "[torch]") {
   // torch csv: hostile input is an error naming row and cell
-  CHECK(error_of("") == "0:0: the file is empty: expected one row per rank");
-  CHECK(error_of("0F0,0X1\n").starts_with("1:2: bad action '0X1': unknown action type 'X'"));
-  CHECK(error_of("0F0,0BW1\n").find("older PyTorch spelled a full backward BW") !=
+  CHECK(parse_error_of("") == "0:0: the file is empty: expected one row per rank");
+  CHECK(parse_error_of("0F0,0X1\n").starts_with("1:2: bad action '0X1': unknown action type 'X'"));
+  CHECK(parse_error_of("0F0,0BW1\n").find("older PyTorch spelled a full backward BW") !=
         std::string::npos);
-  CHECK(error_of("F0\n").starts_with("1:1: bad action 'F0': expected a stage number first"));
-  CHECK(error_of("0F0\n1F\n") == "2:1: bad action '1F': expected a microbatch number after F");
-  CHECK(error_of("0F0,0UNSHARD3\n") ==
+  CHECK(parse_error_of("F0\n").starts_with("1:1: bad action 'F0': expected a stage number first"));
+  CHECK(parse_error_of("0F0\n1F\n") == "2:1: bad action '1F': expected a microbatch number after F");
+  CHECK(parse_error_of("0F0,0UNSHARD3\n") ==
         "1:2: bad action '0UNSHARD3': UNSHARD takes no microbatch "
         "number");
-  CHECK(error_of("0F0#3\n") == "1:1: bad action '0F0#3': expected only digits after F");
-  CHECK(error_of("0F0,WAIT(1)\n").find("WAIT is ppsim's op") != std::string::npos);
-  CHECK(error_of("(0F0;1B0)OVERLAP_X\n").find("unknown composite 'OVERLAP_X'") !=
+  CHECK(parse_error_of("0F0#3\n") == "1:1: bad action '0F0#3': expected only digits after F");
+  CHECK(parse_error_of("0F0,WAIT(1)\n").find("WAIT is ppsim's op") != std::string::npos);
+  CHECK(parse_error_of("(0F0;1B0)OVERLAP_X\n").find("unknown composite 'OVERLAP_X'") !=
         std::string::npos);
-  CHECK(error_of("(0F0)OVERLAP_F_B\n").find("holds two actions") != std::string::npos);
-  CHECK(error_of("0F0," + std::string(300, 'F') + "\n") ==
+  CHECK(parse_error_of("(0F0)OVERLAP_F_B\n").find("holds two actions") != std::string::npos);
+  CHECK(parse_error_of("0F0," + std::string(300, 'F') + "\n") ==
         "1:2: a cell of 300 characters: an action is at most 256");
   // Quoting as Python's csv module does it: a quoted action is an action.
   CHECK(schedules::parse_torch_csv("\"0F0\",0B0\r\n").program.to_text() == "0F0,0B0\n");
-  CHECK(error_of("\"0F0,0B0\n").starts_with("1:1: unterminated quoted cell"));
-  CHECK(error_of("0F0,0\"B0\n").starts_with("1:2: a quote inside an unquoted cell"));
-  CHECK(error_of("\"0F0\"x,0B0\n") == "1:1: text after the closing quote of a quoted cell");
-  CHECK(error_of("\"0F0\"\"\"\n").starts_with("1:1: bad action '0F0\"'"));
+  CHECK(parse_error_of("\"0F0,0B0\n").starts_with("1:1: unterminated quoted cell"));
+  CHECK(parse_error_of("0F0,0\"B0\n").starts_with("1:2: a quote inside an unquoted cell"));
+  CHECK(parse_error_of("\"0F0\"x,0B0\n") == "1:1: text after the closing quote of a quoted cell");
+  CHECK(parse_error_of("\"0F0\"\"\"\n").starts_with("1:1: bad action '0F0\"'"));
   // A rank with no actions, or a blank line, is refused (it would renumber the ranks after it).
-  CHECK(error_of("0F0\n\n1F0\n").starts_with("2:1: no actions in this row"));
-  CHECK(error_of("0F0,0B0\n,,\n").starts_with("2:1: no actions in this row"));
+  CHECK(parse_error_of("0F0\n\n1F0\n").starts_with("2:1: no actions in this row"));
+  CHECK(parse_error_of("0F0,0B0\n,,\n").starts_with("2:1: no actions in this row"));
   // compute_comms has no idle steps.
-  CHECK(error_of("0F0,0SEND_F0,0B0\n1RECV_F0,,1F0,1B0\n")
+  CHECK(parse_error_of("0F0,0SEND_F0,0B0\n1RECV_F0,,1F0,1B0\n")
             .starts_with("2:2: a blank cell in a "
                          "compute_comms schedule"));
   // Errors of the op lists map back to the cell.
-  CHECK(error_of("0F0,,1B0\n1F0\n")
+  CHECK(parse_error_of("0F0,,1B0\n1F0\n")
             .starts_with("2:1: stage 1 has compute ops on rank 0 and on "
                          "rank 1"));
-  CHECK(error_of("0F0,,0B99999999999\n").starts_with("1:3: "));
+  CHECK(parse_error_of("0F0,,0B99999999999\n").starts_with("1:3: "));
   // Ragged rows are PyTorch's own output: kept as they are.
   const auto ragged = schedules::parse_torch_csv("0F0,0B0\n1F0,1B0,,,\n");
   CHECK(ragged.cells == std::vector<std::int32_t>{2, 5});

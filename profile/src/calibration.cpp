@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ppsim/base/excerpt.hpp"
@@ -100,6 +101,58 @@ nlohmann::json map_costs(const nlohmann::json& costs, const std::vector<int>& so
   return out;
 }
 
+namespace {
+
+// The `collectives` a `real --calibrate` run measured (real::CollectiveFit per collective) as
+// the hardware section's constants of the config it is applied to: the all-reduce's latency per
+// call, and its bus bandwidth as a share of the config's NVLink. A config without a hardware
+// section has no collectives to time: nothing is set.
+std::vector<std::string> collective_overrides(const nlohmann::json& j, const std::string& prefix,
+                                              const std::string& file,
+                                              const std::function<config::Prepared()>& target) {
+  config::Reader c(j, file, prefix);
+  c.integer("ranks", 0, 2, true);
+  double latency = -1, bus = 0;
+  for (model::Collective k : {model::Collective::all_reduce, model::Collective::all_gather,
+                              model::Collective::reduce_scatter, model::Collective::all_to_all,
+                              model::Collective::broadcast}) {
+    const nlohmann::json* v = c.get(model::to_string(k));
+    if (!v) continue;
+    config::Reader f(*v, file, c.key(std::string(model::to_string(k)) + "."));
+    const double lat = f.number("latency", 0);
+    const double bw = f.number("bus_bandwidth", 0);
+    f.integer("samples", 0, 0);
+    if (!(lat >= 0 && lat <= 1))
+      f.fail("latency", fmt::format("expected seconds per call in [0, 1], got {}", lat));
+    if (!(bw >= 0 && bw <= 1e15))
+      f.fail("bus_bandwidth", fmt::format("expected bytes per second in [0, 1e15], got {}", bw));
+    f.reject_unknown();
+    if (k == model::Collective::all_reduce) latency = lat, bus = bw;
+  }
+  c.reject_unknown();
+  if (latency < 0) c.fail("all_reduce", "is required: the all-reduce's latency and bandwidth");
+  const config::Prepared t = target();
+  if (!t.config.hardware) return {};
+  std::vector<std::string> out{fmt::format("hardware.collectives.latency={}", latency)};
+  const double nvlink = t.config.hardware->hardware.intra_node.bandwidth;
+  if (bus > 0 && nvlink > 0)
+    out.push_back(
+        fmt::format("hardware.collectives.bus_efficiency={}", std::min(1.0, bus / nvlink)));
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json collectives_fragment(const std::vector<real::CollectiveSample>& samples) {
+  const auto fits = real::fit_collectives(samples);
+  if (fits.empty()) return nullptr;
+  nlohmann::json out = {{"ranks", fits.begin()->second.ranks}};
+  for (const auto& [c, f] : fits)
+    out[model::to_string(c)] = {
+        {"latency", f.latency}, {"bus_bandwidth", f.bus_bandwidth}, {"samples", f.samples}};
+  return out;
+}
+
 std::vector<std::string> calibration_overrides(const nlohmann::json& whole, const std::string& file,
                                                const std::function<config::Prepared()>& target) {
   const bool wrapped = whole.is_object() && whole.contains("calibrated");
@@ -135,11 +188,17 @@ std::vector<std::string> calibration_overrides(const nlohmann::json& whole, cons
         out.push_back(fmt::format("comm.{}={}", key, v->dump()));
     c.reject_unknown();
   }
+  bool collectives = false;
+  if (const nlohmann::json* coll = r.get("collectives")) {
+    collectives = true;
+    for (auto& o : collective_overrides(*coll, r.key("collectives."), file, target))
+      out.push_back(std::move(o));
+  }
   r.reject_unknown();
-  if (out.empty())
+  if (out.empty() && !collectives)
     r.fail("costs",
-           "a calibration fragment gives costs or comm (`ppsim real --calibrate --json`, "
-           "`ppsim import-profile -o`)");
+           "a calibration fragment gives costs, comm or collectives (`ppsim real --calibrate "
+           "--json`, `ppsim import-profile -o`)");
   return out;
 }
 

@@ -353,6 +353,8 @@ Execution execute(const config::Prepared& prepared, const ExecOptions& options) 
   if (world && world->process() != 0) return ex;  // process 0 holds the run and reports it
   ex.notes = transport->report();
   for (auto& line : compute->report()) ex.notes.push_back(std::move(line));
+  if (options.measure_collectives && it.outcome == Outcome::finished)
+    ex.collectives = transport->measure_collectives();
   ex.outcome = it.outcome;
   ex.failure = it.failure;
   for (const auto& k : kept) ex.real_peak_bytes = std::max(ex.real_peak_bytes, k.real_peak);

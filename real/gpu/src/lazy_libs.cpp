@@ -97,5 +97,22 @@ PPSIM_FORWARD(nccl, ncclSystemError, ncclResult_t, ncclRecv,
               (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                cudaStream_t stream),
               (recvbuff, count, datatype, peer, comm, stream))
+// The collectives `--calibrate` measures (nccl transport).
+PPSIM_FORWARD(nccl, ncclSystemError, ncclResult_t, ncclAllReduce,
+              (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),
+              (sendbuff, recvbuff, count, datatype, op, comm, stream))
+PPSIM_FORWARD(nccl, ncclSystemError, ncclResult_t, ncclAllGather,
+              (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+               ncclComm_t comm, cudaStream_t stream),
+              (sendbuff, recvbuff, sendcount, datatype, comm, stream))
+PPSIM_FORWARD(nccl, ncclSystemError, ncclResult_t, ncclReduceScatter,
+              (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),
+              (sendbuff, recvbuff, recvcount, datatype, op, comm, stream))
+PPSIM_FORWARD(nccl, ncclSystemError, ncclResult_t, ncclBroadcast,
+              (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+               int root, ncclComm_t comm, cudaStream_t stream),
+              (sendbuff, recvbuff, count, datatype, root, comm, stream))
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/model/model.hpp"
+#include "ppsim/real/collective_fit.hpp"
 #include "ppsim/schedules/program.hpp"
 
 namespace ppsim::profile {
@@ -24,10 +25,16 @@ nlohmann::json map_costs(const nlohmann::json& costs, const std::vector<int>& so
                          const schedules::Program& target, const model::CostModel& target_model,
                          const std::string& file);
 
+// The fragment's `collectives`: each measured collective's fit (real::fit_collectives) as
+// {"ranks", "all_reduce": {"latency", "bus_bandwidth", "samples"}, ...}; null without samples.
+nlohmann::json collectives_fragment(const std::vector<real::CollectiveSample>& samples);
+
 // A calibration fragment (`whole`: `import-profile -o`'s, or `real --calibrate --json` output whose
 // `calibrated` it is, read from `file`) as --set overrides: `costs=...` and `comm.latency`,
-// `comm.bandwidth`. With a `layout`, the costs go through map_costs for the config `target()`
-// prepares (called only then). Throws config::ConfigError naming `file` and the key.
+// `comm.bandwidth`; `collectives` as `hardware.collectives.latency` and `bus_efficiency` (the
+// all-reduce's bus bandwidth over the target's `intra_node` bandwidth) where the target has a
+// hardware section. With a `layout`, the costs go through map_costs for the config `target()`
+// prepares. Throws config::ConfigError naming `file` and the key.
 std::vector<std::string> calibration_overrides(const nlohmann::json& whole, const std::string& file,
                                                const std::function<config::Prepared()>& target);
 

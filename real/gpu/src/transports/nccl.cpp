@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -238,6 +239,104 @@ class NcclTransport final : public Transport {
     sends_.clear();
     recvs_.clear();
     if (aborted_) destroy_comms(true);
+  }
+
+  // Each collective the model times, over all R_ GPUs (one thread drives every communicator, so
+  // each call is one NCCL group across them), at a few sizes: the median of its repeats, timed
+  // by events on every rank's stream, the slowest rank's.
+  std::vector<CollectiveSample> measure_collectives() override {
+    if (R_ < 2 || comms_.size() != static_cast<std::size_t>(R_) || aborted_) return {};
+    constexpr double kSizes[] = {1 << 20, 8 << 20, 64 << 20};
+    constexpr int kWarmup = 2, kRepeats = 5;
+    const std::size_t most = static_cast<std::size_t>(kSizes[2]);
+    std::vector<void*> in(static_cast<std::size_t>(R_)), out(static_cast<std::size_t>(R_));
+    std::vector<cudaEvent_t> t0(static_cast<std::size_t>(R_)), t1(static_cast<std::size_t>(R_));
+    for (int r = 0; r < R_; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      CUDA_CHECK(cudaSetDevice(r));
+      CUDA_CHECK(cudaMalloc(&in[i], most));
+      CUDA_CHECK(cudaMalloc(&out[i], most));
+      CUDA_CHECK(cudaEventCreate(&t0[i]));
+      CUDA_CHECK(cudaEventCreate(&t1[i]));
+    }
+    // One call of `c` with `bytes` as model::collective_time counts them, on every rank.
+    auto issue = [&](model::Collective c, std::size_t bytes) {
+      const std::size_t share = bytes / static_cast<std::size_t>(R_);
+      NCCL_CHECK(ncclGroupStart());
+      for (int r = 0; r < R_; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        ncclComm_t comm = comms_[i];
+        cudaStream_t st = streams_[i];
+        switch (c) {
+          case model::Collective::all_reduce:
+            NCCL_CHECK(ncclAllReduce(in[i], out[i], bytes / 2, ncclHalf, ncclSum, comm, st));
+            break;
+          case model::Collective::all_gather:  // bytes: the gathered output
+            NCCL_CHECK(ncclAllGather(in[i], out[i], share, ncclUint8, comm, st));
+            break;
+          case model::Collective::reduce_scatter:  // bytes: the scattered input
+            NCCL_CHECK(ncclReduceScatter(in[i], out[i], share / 2, ncclHalf, ncclSum, comm, st));
+            break;
+          case model::Collective::broadcast:
+            NCCL_CHECK(ncclBroadcast(in[i], out[i], bytes, ncclUint8, 0, comm, st));
+            break;
+          case model::Collective::all_to_all:  // bytes: each rank's send buffer
+            for (int peer = 0; peer < R_; ++peer) {
+              const std::size_t at = static_cast<std::size_t>(peer) * share;
+              NCCL_CHECK(
+                  ncclSend(static_cast<char*>(in[i]) + at, share, ncclUint8, peer, comm, st));
+              NCCL_CHECK(
+                  ncclRecv(static_cast<char*>(out[i]) + at, share, ncclUint8, peer, comm, st));
+            }
+            break;
+        }
+      }
+      NCCL_CHECK(ncclGroupEnd());
+    };
+    std::vector<CollectiveSample> samples;
+    for (model::Collective c : {model::Collective::all_reduce, model::Collective::all_gather,
+                                model::Collective::reduce_scatter, model::Collective::all_to_all,
+                                model::Collective::broadcast}) {
+      for (double size : kSizes) {
+        const auto bytes = static_cast<std::size_t>(size);
+        for (int k = 0; k < kWarmup; ++k) issue(c, bytes);
+        std::vector<double> times;
+        for (int k = 0; k < kRepeats; ++k) {
+          for (int r = 0; r < R_; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaStreamSynchronize(streams_[static_cast<std::size_t>(r)]));
+          }
+          for (int r = 0; r < R_; ++r) {
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(t0[static_cast<std::size_t>(r)],
+                                       streams_[static_cast<std::size_t>(r)]));
+          }
+          issue(c, bytes);
+          double slowest = 0;
+          for (int r = 0; r < R_; ++r) {
+            const auto i = static_cast<std::size_t>(r);
+            CUDA_CHECK(cudaSetDevice(r));
+            CUDA_CHECK(cudaEventRecord(t1[i], streams_[i]));
+            CUDA_CHECK(cudaEventSynchronize(t1[i]));
+            float ms = 0;
+            CUDA_CHECK(cudaEventElapsedTime(&ms, t0[i], t1[i]));
+            slowest = std::max(slowest, static_cast<double>(ms) * 1e-3);
+          }
+          times.push_back(slowest);
+        }
+        std::sort(times.begin(), times.end());
+        samples.push_back({c, R_, size, times[times.size() / 2]});
+      }
+    }
+    for (int r = 0; r < R_; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      (void)cudaSetDevice(r);
+      (void)cudaFree(in[i]);
+      (void)cudaFree(out[i]);
+      (void)cudaEventDestroy(t0[i]);
+      (void)cudaEventDestroy(t1[i]);
+    }
+    return samples;
   }
 
   std::vector<std::string> report() const override {

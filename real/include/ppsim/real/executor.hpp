@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/real/collective_fit.hpp"
 #include "ppsim/real/settings.hpp"
 #include "ppsim/real/world.hpp"
 #include "ppsim/record/run_record.hpp"
@@ -30,6 +31,7 @@ struct Execution {
   std::int64_t real_peak_bytes = 0;  // the most real bytes any rank held
   double memory_scale = 1;           // the scale used (0: payload stamps only)
   std::vector<std::string> notes;    // the transport's and the compute's report lines
+  std::vector<CollectiveSample> collectives;  // with ExecOptions::measure_collectives
 };
 
 struct ExecOptions {
@@ -39,6 +41,8 @@ struct ExecOptions {
   // process 0's Execution holds the whole run; the others' hold its outcome only. None: every
   // rank is a thread of this process.
   World* world = nullptr;
+  // After a finished run, the transport's collectives (Transport::measure_collectives).
+  bool measure_collectives = false;
 };
 
 // What execute() refuses before it starts (an unknown backend or compute, a rank count the

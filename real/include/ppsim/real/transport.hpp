@@ -13,6 +13,7 @@
 #include "ppsim/base/registry.hpp"
 #include "ppsim/model/model.hpp"
 #include "ppsim/real/clock.hpp"
+#include "ppsim/real/collective_fit.hpp"
 #include "ppsim/real/request.hpp"
 #include "ppsim/schedules/program.hpp"
 #include "ppsim/schedules/semantics.hpp"
@@ -53,6 +54,10 @@ class Transport {
   virtual void end() = 0;
   // Lines about the last run for the report (a GPU transport: the device, SM partitioning).
   virtual std::vector<std::string> report() const { return {}; }
+  // After a run that finished (`--calibrate`): the collectives the model times, run on the
+  // transport's own medium over all its ranks at a few sizes. Empty where the transport has no
+  // collectives of its own (host, cuda: ranks share one process or one GPU).
+  virtual std::vector<CollectiveSample> measure_collectives() { return {}; }
 
   // GROUP_START / GROUP_END issued by `rank` (groups nest; the outermost one counts). Under nccl
   // the ops posted in between are enqueued as kernels at the outermost group_end; under mpi a
