@@ -9,11 +9,12 @@ import argparse, json, pathlib, re, subprocess, sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# name -> (path in hardware, start, candidates as factors of the current value)
+# name -> (path in hardware, start: the model's default); each round tries FACTORS of the current
+# value
 PARAMS = {
-    "launch": (("kernels", "launch"), 6e-5),
+    "launch": (("kernels", "launch"), 66e-6),
     "gemm_peak_fraction": (("kernels", "gemm_peak_fraction"), 0.8),
-    "memory_fraction": (("kernels", "memory_fraction"), 0.85),
+    "memory_fraction": (("kernels", "memory_fraction"), 0.765),
     "bus_efficiency": (("collectives", "bus_efficiency"), 0.77),
     "collective_latency": (("collectives", "latency"), 8.4e-6),
     "nvlink_step_latency": (("intra_node", "latency"), 5e-6),

@@ -110,8 +110,11 @@ void apply_step(const Config& c, const model::Derivation& d, const schedules::Pr
     const auto r = static_cast<std::size_t>(p.rank_of(f.stage));
     step.optimizer[r] += f.optimizer / unit;
     step.param_gather[r] += f.param_gather / unit;
-    if (f.embedding && step.embedding_first < 0) step.embedding_first = p.rank_of(f.stage);
-    if (f.head && step.embedding_last < 0) step.embedding_last = p.rank_of(f.stage);
+    // Only tied embeddings have two copies to sum.
+    if (d.embedding_sync > 0 && f.embedding && step.embedding_first < 0)
+      step.embedding_first = p.rank_of(f.stage);
+    if (d.embedding_sync > 0 && f.head && step.embedding_last < 0)
+      step.embedding_last = p.rank_of(f.stage);
   }
   step.embedding_sync = d.embedding_sync / unit;
 }

@@ -28,13 +28,19 @@ double gemm_time(const KernelModel& km, const Gpu& gpu, double m, double n, doub
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const double sms = gpu.sms > 0 ? gpu.sms : 108;
   const double per_sm = gpu.peak_flops * km.gemm_peak_fraction / sms;  // FLOP/s of one SM
-  const double k_padded = std::ceil(k / kTileK) * kTileK;
   double best = 1e300;
   for (const Tile& t : kTiles) {
     const double tiles = batch * std::ceil(m / t.m) * std::ceil(n / t.n);
-    const double waves = std::ceil(tiles / sms);
-    const double tile_time = 2 * t.m * t.n * k_padded / (per_sm * reuse(t));
-    best = std::min(best, waves * tile_time);
+    // Split-K: few tiles and a long K (weight gradients) split K over more SMs, then sum the
+    // fp32 partial results.
+    for (double split : {1.0, 2.0, 4.0, 8.0, 16.0}) {
+      if (split > 1 && (k / split < 256 || tiles >= sms)) break;
+      const double k_padded = std::ceil(k / split / kTileK) * kTileK;
+      const double waves = std::ceil(tiles * split / sms);
+      const double tile_time = 2 * t.m * t.n * k_padded / (per_sm * reuse(t));
+      const double reduce = split > 1 ? memory_time(km, gpu, batch * m * n * 4 * (split + 1)) : 0;
+      best = std::min(best, waves * tile_time + reduce);
+    }
   }
   const double traffic = batch * (m * k + k * n + m * n) * bytes;
   return std::max(best, memory_time(km, gpu, traffic));

@@ -214,12 +214,15 @@ PassTimes embedding_times(const CostContext& c) {
   const Shape s = shape_of(c);
   const double E = s.T * s.h;
   // A vocabulary-parallel lookup (then an all-reduce of the partial rows), position embedding
-  // added, dropout; its weight gradient is a scatter-add of the output gradient.
+  // added, dropout; its weight gradient is a scatter-add of the output gradient into a dense
+  // V/t x h gradient zeroed first (PyTorch's embedding backward).
   const double tp = s.t > 1 ? k.coll(Collective::all_reduce, E * s.d, Axis::tensor) : 0.0;
   PassTimes out;
   out.forward = op_time(c, k.mem(E * s.d) + k.mem(E * (3 * s.d + 1)), tp, 0, 0, tp > 0, false);
   out.backward_input = op_time(c, k.mem(E * (2 * s.d + 1)), 0, 0, 0, 0, false);
-  out.backward_weight = op_time(c, k.mem(2 * E * s.d) + k.mem(E * 4), 0, 0, 0, 0, false);
+  const double table = static_cast<double>(c.m.vocab) / s.t * s.h * s.d;
+  out.backward_weight =
+      op_time(c, k.mem(table) + k.mem(2 * E * s.d) + k.mem(E * 4), 0, 0, 0, 0, false);
   return out;
 }
 
@@ -228,10 +231,12 @@ PassTimes head_times(const CostContext& c) {
   const Shape s = shape_of(c);
   const double V = static_cast<double>(c.m.vocab) / s.t;
   const double E = s.T * s.h / s.rep(), logits = s.T * V;
-  // Final norm, the vocabulary-parallel logits, then cross-entropy in fp32: a cast, max, exp
-  // and sum passes, each with a tiny all-reduce over the t ranks; its backward writes the
-  // softmax's gradient. The head's input gradient is summed over the t ranks (reduce-scattered
-  // with sequence parallel, whose forward gathers the input first).
+  // Final norm, the vocabulary-parallel logits, then Megatron's vocab-parallel cross-entropy on
+  // them cast to fp32: the cast, the max, the max subtracted, exp, the sum and the softmax
+  // division (bytes per logit 2+4, 4, 8, 8, 4, 8), with three tiny all-reduces over the t ranks;
+  // its backward scales the saved softmax by the loss gradient and casts it back (8, 4+2). The
+  // head's input gradient is summed over the t ranks (reduce-scattered with sequence parallel,
+  // whose forward gathers the input first).
   double tp_f = 0, tp_b = 0, kernels_f = 0, kernels_b = 0;
   if (s.t > 1) {
     const double x = s.T * s.h * s.d;
@@ -243,13 +248,12 @@ PassTimes head_times(const CostContext& c) {
     kernels_b = 1;
   }
   PassTimes out;
-  out.forward = op_time(
-      c,
-      k.mem(2 * E * s.d) + k.gemm(s.T, V, s.h) + k.mem(logits * (s.d + 4)) + k.mem(logits * 4) * 2,
-      tp_f, 0, 0, kernels_f, false);
+  const Work loss_f = k.mem(logits * (s.d + 4)) + k.mem(logits * 4) * 2 + k.mem(logits * 8) * 3;
+  const Work loss_b = k.mem(logits * 8) + k.mem(logits * (4 + s.d));
+  out.forward =
+      op_time(c, k.mem(2 * E * s.d) + k.gemm(s.T, V, s.h) + loss_f, tp_f, 0, 0, kernels_f, false);
   out.backward_input =
-      op_time(c, k.mem(3 * E * s.d) + k.mem(logits * (4 + s.d)) + k.gemm(s.T, s.h, V), tp_b, 0, 0,
-              kernels_b, false);
+      op_time(c, loss_b + k.mem(3 * E * s.d) + k.gemm(s.T, s.h, V), tp_b, 0, 0, kernels_b, false);
   out.backward_weight = op_time(c, k.gemm(s.h, V, s.T), 0, 0, 0, 0, false);
   return out;
 }

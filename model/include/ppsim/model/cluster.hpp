@@ -29,8 +29,8 @@ struct Parallel {
   long long world() const { return 1LL * tensor * context * data * pipeline; }
 };
 
-// One group of an axis: its size, how many of its ranks share a node and how many nodes it
-// spans (the first group's; every group of an axis has the same shape under this order).
+// One group of an axis: its size, how many nodes it spans and how many of its ranks the least
+// populated of them holds (the first group's; the others have its shape under this order).
 struct GroupSpan {
   int size = 1;
   int per_node = 1;

@@ -12,7 +12,7 @@ const char* to_string(Collective c);
 struct CollectiveModel {
   Cluster cluster;
   // The fraction of a link's bandwidth a collective's bus reaches (hardware.collectives).
-  double bus_efficiency = 0.85;
+  double bus_efficiency = 0.77;
   double base_latency = 8.4e-6;  // per call: NCCL's ring/Simple base latency (tuning.cc)
 };
 
