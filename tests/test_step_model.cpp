@@ -770,3 +770,23 @@ TEST_CASE("step_model.untied_embeddings_join_no_ranks", "[step-model]") {
   CHECK(near(rec.step->ranks[0].reduced, own[0]));
   CHECK(p.model.step.embedding_first < 0);
 }
+
+TEST_CASE("step_model.bytes_per_param_follow_the_gradient_dtype", "[step-model]") {
+  // Weights + the gradient buffer in the dtype Megatron reduces it in + Adam's fp32 state
+  // (master copy and two moments), the state sharded over d·cp by the distributed optimizer:
+  // bf16 2 + 4 + 12 (theoretical_memory_usage.py's 18, 6 + 12/d), fp16 2 + 2 + 12, fp32 4 + 4 + 8.
+  auto bpp = [](const char* dtype, bool dist, int d, int cp) {
+    json m = gpt_model();
+    m["dtype"] = dtype;
+    m["data_parallel"] = d;
+    m["context_parallel"] = cp;
+    m["distributed_optimizer"] = dist;
+    return prepared(step_config(m)).derivation->bytes_per_param;
+  };
+  CHECK(bpp("bf16", false, 1, 1) == 18);
+  CHECK(bpp("bf16", true, 4, 1) == 6 + 12.0 / 4);
+  CHECK(bpp("bf16", true, 4, 2) == 6 + 12.0 / 8);
+  CHECK(bpp("fp16", false, 1, 1) == 16);
+  CHECK(bpp("fp16", true, 8, 1) == 4 + 12.0 / 8);
+  CHECK(bpp("fp32", false, 1, 1) == 16);
+}

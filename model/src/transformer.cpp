@@ -151,7 +151,14 @@ Derivation derive(const Transformer& m, const Layout& layout, const Hardware& hw
   const double norm = m.rmsnorm ? 1 : 2;
   const bool sp = layout.sequence_parallel;
   Derivation out;
-  out.bytes_per_param = layout.distributed_optimizer ? 6 + 12.0 / layout.data_parallel : 18;
+  // The weights, their gradient buffer in the dtype it is reduced in (fp32 for bf16, fp16 for
+  // fp16: step.cpp's grad_bytes), and Adam's fp32 state (master weights and two moments; fp32
+  // training keeps no master copy), sharded over the d·cp ranks by the distributed optimizer
+  // (theoretical_memory_usage.py's 18 and 6 + 12/d for bf16).
+  const double weights = m.dtype_bytes, grads = m.dtype_bytes >= 4 || !m.fp16 ? 4.0 : 2.0;
+  const double state = m.dtype_bytes >= 4 ? 8.0 : 12.0;
+  const double shards = 1.0 * layout.data_parallel * layout.context_parallel;
+  out.bytes_per_param = weights + grads + (layout.distributed_optimizer ? state / shards : state);
   out.achieved_flops = hw.gpu.peak_flops * hw.flops_efficiency;
   out.link = hw.link;
   out.boundary_bytes = std::llround(s * b * h * d / (sp ? t : 1));
