@@ -20,8 +20,6 @@ RankRunner::RankRunner(RunShared& run, int rank)
       ops_(run.program.ops(rank)),
       allocator_(run.memory_scale),
       static_allocator_(run.memory_scale) {
-  int chunks = 0;
-  for (const auto& place : run_.program.placement()) chunks += place.rank == rank_;
   // The tables at their final size: no rehash while the rank runs (on a GPU every microsecond
   // between two ops is the GPU's idle time).
   std::size_t comm = 0, recvs = 0, forwards = 0;
