@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "messages.hpp"
 #include "ppsim/base/output_file.hpp"
+#include "ppsim/config/reader.hpp"
 #include "ppsim/real/mlp_model.hpp"
 #include "ppsim/real/mpi_backend.hpp"
 #include "ppsim/real/settings.hpp"
@@ -34,6 +35,43 @@ std::string colliding_outputs(const std::vector<std::pair<std::string, std::stri
   return "";
 }
 
+// `ppsim serach`: CLI11 would take the word as a stray argument and say only that a subcommand is
+// required. A first word that is no subcommand is named, with the nearest one.
+std::string unknown_subcommand(const std::vector<ppsim::cli::Subcommand>& subcommands,
+                               const std::string& word) {
+  if (word.empty() || word[0] == '-') return "";
+  std::vector<std::string> names;
+  for (const auto& s : subcommands) {
+    if (s.app->check_name(word)) return "";
+    names.push_back(s.app->get_name());
+  }
+  const std::string near = ppsim::config::nearest(word, names);
+  return "unknown subcommand '" + ppsim::cli::shorten_long_words(word) + "'" +
+         (near.empty() ? "" : "; did you mean '" + near + "'?") + " (`ppsim --help` lists them)";
+}
+
+// For an option CLI11 did not expect (`--schedule` for `--schedules`), the nearest option of the
+// subcommand given; "" when none is near.
+std::string option_suggestions(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (s->parsed()) sub = s;
+  if (!sub) return "";
+  std::vector<std::string> names;
+  for (const CLI::Option* o : sub->get_options())
+    for (const auto& n : o->get_lnames()) names.push_back("--" + n);
+  std::string out;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0 || a.size() == 2) continue;
+    a = a.substr(0, a.find('='));
+    if (std::find(names.begin(), names.end(), a) != names.end()) continue;
+    if (const std::string near = ppsim::config::nearest(a, names); !near.empty())
+      out += "ppsim: " + ppsim::cli::shorten_long_words(a) + ": did you mean " + near + "?\n";
+  }
+  return out;
+}
+
 int run_cli(int argc, char** argv) {
   using namespace ppsim::cli;
   CLI::App app{"ppsim: pipeline-parallel schedule generator, simulator and checker", "ppsim"};
@@ -50,10 +88,15 @@ int run_cli(int argc, char** argv) {
     std::cout << app.help();
     return kOk;
   }
+  if (const std::string unknown = unknown_subcommand(subcommands, argv[1]); !unknown.empty()) {
+    std::cerr << "ppsim: error: " << unknown << "\n";
+    return kBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
+    if (code != 0) std::cerr << option_suggestions(app, argc, argv);
     return code == 0 ? kOk : kBadInput;
   }
   const auto chosen = std::find_if(subcommands.begin(), subcommands.end(),

@@ -6,6 +6,7 @@
 set -euo pipefail
 packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli11-dev catch2
   ccache                    # compiles of one file reused across builds and clones
+  ninja-build               # cmake -G Ninja (docs/BENCHMARKS.md)
   clang libclang-rt-14-dev  # clang + its runtimes (libFuzzer, ASan): test.sh --sanitize, fuzz.sh
   python3                   # scripts/validate.sh writes docs/VALIDATION.md; tests/cli_real.sh
   libjs-chart.js            # Chart.js, embedded into `ppsim report` pages at build time
@@ -13,6 +14,7 @@ packages=(g++ make cmake libboost-graph-dev libfmt-dev nlohmann-json3-dev libcli
   libisal-dev               # ISA-L's igzip: .json.gz written several times faster than with zlib
   libxml2-dev               # tests read the SVG timelines back with libxml2
   libglpk-dev               # GLPK: `ppsim search`'s exact model of small instances
+  libre2-dev                # RE2: `import-profile --map` patterns, matched in linear time
   libopenmpi-dev openmpi-bin)  # the mpi backend (several processes under mpirun) and its test
 [ "${1:-}" = "--browser" ] && packages+=(chromium)
 missing=()

@@ -51,4 +51,45 @@ echo '{"costs": {"launch_overhead": -1}}' >"$tmp/negative.json"
 expect 2 run "$SRC/configs/1f1b.json" --calibration "$tmp/negative.json"
 has "negative.json"
 has "costs.launch_overhead"
+# Key by key: a fragment of stage 0's forward leaves its I and W the config's, with the layout
+# it was measured on as without it.
+echo '{"costs":{"per_stage":{"0":{"forward":2}}},"layout":{"stage_ranks":[0,1,2,3]}}' >"$tmp/f0.json"
+expect 0 run "$SRC/configs/1f1b.json" --json --set costs.per_stage.0.forward=2
+set_by_flag=$(makespan)
+expect 0 run "$SRC/configs/1f1b.json" --json --calibration "$tmp/f0.json"
+if [ "$(makespan)" = "$set_by_flag" ]; then good "stage 0's forward alone: $set_by_flag"; else bad "$(makespan), expected $set_by_flag"; fi
+# Carried to ZBV's layout, stage 0 alone would leave ranks 1-3 no work: refused.
+echo '{"costs":{"per_stage":{"0":{"forward":2,"backward":2}}},"layout":{"stage_ranks":[0,1,2,3]}}' >"$tmp/only0.json"
+expect 2 run "$SRC/configs/zbv.json" --calibration "$tmp/only0.json"
+has "only0.json: key 'costs.per_stage.1': not measured"
+echo '{"costs":{"per_stage":{"00":{"forward":2}}},"layout":{"stage_ranks":[0,1,2,3]}}' >"$tmp/zero.json"
+expect 2 run "$SRC/configs/1f1b.json" --calibration "$tmp/zero.json"
+has "zero.json: key 'costs.per_stage.00'"
+echo '{"costs":{"per_stage":{"0":{"foo":1}}},"layout":{"stage_ranks":[0,1,2,3]}}' >"$tmp/foo.json"
+expect 2 run "$SRC/configs/1f1b.json" --calibration "$tmp/foo.json"
+has "foo.json: key 'costs.per_stage.0.foo': unknown key"
+# Out of bounds: the fragment's file and key, never a --set nobody typed.
+echo '{"calibrated":{"costs":{"per_stage":{"0":{"forward":1e300}}}}}' >"$tmp/huge.json"
+expect 2 run "$SRC/configs/1f1b.json" --calibration "$tmp/huge.json"
+has "huge.json: key 'calibrated.costs.per_stage.0.forward'"
+lacks "--set"
+
+# A fragment carries its time unit: import-profile's (ms) onto a config run in us.
+expect 0 import-profile "$SRC"/docs/examples/profile-zb-h1/rank*.json -o "$tmp/cal.json"
+expect 0 run "$SRC/configs/zb-h1.json" --json --calibration "$tmp/cal.json"
+in_ms=$(makespan)
+expect 0 run "$SRC/configs/zb-h1.json" --json --set time_unit=us --calibration "$tmp/cal.json"
+python3 - "$in_ms" "$(makespan)" <<'PY' && good "time_unit: ms fragment onto us" || bad "time_unit"
+import sys
+ms, us = map(float, sys.argv[1:])
+assert abs(us - 1000 * ms) < 1e-6 * us, (ms, us)
+PY
+
+# Near misses: a subcommand, an option, a list with spaces.
+expect 2 serach "$SRC/configs/1f1b.json"
+has "unknown subcommand 'serach'; did you mean 'search'?"
+expect 2 compare "$SRC/configs/1f1b.json" --schedule 1f1b
+has "did you mean --schedules?"
+expect 0 compare "$SRC/configs/1f1b.json" --schedules "1f1b, zbv"
+has "zbv"
 finish

@@ -16,7 +16,7 @@ expect 0 run "$tmp/good.json"
 config typo '{"hidden": 1024, "sequence_length": 2048, "micro_batchsize": 2}'
 expect 2 run "$tmp/typo.json"
 has "key 'model.micro_batchsize'"
-config noseq '{"hidden": 1024, "sequence_lenght": 2048}'
+config noseq '{"hidden": 1024}'
 expect 2 run "$tmp/noseq.json"
 has "key 'model.sequence_length': is required"
 config nohidden '{"sequence_length": 2048}'

@@ -19,7 +19,7 @@ j = json.load(open(sys.argv[1]))
 lines = open(sys.argv[2]).read().split("\n")
 for k in ("calibrated", "measured"):
     assert k in j, k
-assert set(j["calibrated"]) == {"costs", "comm", "layout"} and {"latency", "bandwidth"} <= set(j["calibrated"]["comm"])
+assert set(j["calibrated"]) == {"time_unit", "costs", "comm", "layout"} and {"latency", "bandwidth"} <= set(j["calibrated"]["comm"])
 assert j["calibrated"]["layout"] == {"stage_ranks": [0, 1, 2, 3]}, j["calibrated"]["layout"]
 assert {"launch_overhead", "start_offset"} <= set(j["calibrated"]["costs"])
 stages = j["calibrated"]["costs"]["per_stage"]
@@ -111,6 +111,16 @@ sed 's/"ts": 2, "dur": 1, "args": {"correlation": \[1\]}/"ts": "2", "dur": 1, "a
 expect 2 import-profile "$tmp/odd2.json"
 has "odd2.json"
 has "'ts'"
+# Traces of different runs, or a rank left out: exit 2 naming the file and the rank.
+expect 2 import-profile "$tmp"/kt/rank0.json "$tmp"/kt/rank1.json "$tmp"/kt/rank2.json
+has "rank 3 has no trace"
+expect 0 real "$zb" --set schedule.ranks=2 --time-scale 2ms --profile-trace "$tmp/kt2"
+expect 2 import-profile "$tmp"/kt2/rank0.json "$tmp"/kt2/rank1.json "$tmp"/kt/rank2.json "$tmp"/kt/rank3.json
+has "kt/rank2.json: distributedInfo.world_size 4"
+# --map patterns: RE2's syntax, bounded; never a signal.
+python3 -c "import json; print(json.dumps({'actions': [{'pattern': '(' * 20000 + 'a' + ')' * 20000, 'kind': 'F', 'microbatch': 1}]}))" >"$tmp/deep-map.json"
+expect 2 import-profile "$tmp"/kt/rank*.json --map "$tmp/deep-map.json"
+has "deep-map.json: key 'actions[0].pattern'"
 expect 2 import-profile "$tmp"/kt/rank*.json -o "$tmp/kt/rank0.json"
 expect 2 import-profile "$tmp"/kt/rank*.json --trace "$tmp/kt/rank1.json"
 has "writing it would replace the input"

@@ -11,6 +11,7 @@
 #include "config_test.hpp"
 #include "paths.hpp"
 #include "ppsim/config/prepare.hpp"
+#include "ppsim/config/reader.hpp"
 #include "ppsim/record/run_record.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/op.hpp"
@@ -157,7 +158,7 @@ TEST_CASE("config.top_level_must_object", "[config]") {
 TEST_CASE("config.unknown_key_rejected_level_listing", "[config]") {
   // an unknown key is rejected at every level, listing the known ones
   check_rejected({
-      {"/schedul", 1, "schedul", "unknown key; known keys here:"},
+      {"/schedul", 1, "schedul", "unknown key (did you mean 'schedule'?); known keys here:"},
       {"/schedule/rank", 4, "schedule.rank", "known keys here:"},
       {"/schedule/rank", 4, "schedule.rank", "ranks"},
       {"/costs/fwd", 1.0, "costs.fwd", "known keys here:"},
@@ -167,6 +168,25 @@ TEST_CASE("config.unknown_key_rejected_level_listing", "[config]") {
       {"/comm/styl", "async", "comm.styl", "style"},
       {"/memory/activations", 1, "memory.activations", "activation_bytes"},
   });
+}
+
+TEST_CASE("config.misspelled_key_named_with_nearest", "[config]") {
+  // A misspelled required key is the unknown key it is, not a missing one; any unknown key gets
+  // the nearest known one.
+  json j = minimal();
+  j["schedule"].erase("microbatches");
+  j["schedule"]["microbatchs"] = 8;
+  CHECK_CONFIG_ERROR(parse(j), "schedule.microbatchs",
+                     "unknown key; did you mean 'microbatches'? ('schedule.microbatches' is "
+                     "required: expected an integer >= 1 (M >= 1))");
+  CHECK_CONFIG_ERROR(parse(json{{"schedul", minimal()["schedule"]}}), "schedul",
+                     "did you mean 'schedule'?");
+  CHECK_CONFIG_ERROR(parse(with(minimal(), "/costs/froward", 1)), "costs.froward",
+                     "(did you mean 'forward'?)");
+  CHECK(config::nearest("serach", {"run", "search", "merge"}) == "search");
+  CHECK(config::nearest("RUN", {"run"}) == "run");
+  CHECK(config::nearest("xyzzy", {"run", "search"}).empty());
+  CHECK(config::edit_distance("microbatchs", "microbatches") == 1);
 }
 
 TEST_CASE("config.schedule_kind_ranks_microbatches_required", "[config]") {

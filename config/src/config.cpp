@@ -338,108 +338,6 @@ std::string apply_override(json& config, const std::string& assignment) {
   return path;
 }
 
-Reader::Reader(const json& j, std::string source, std::string prefix)
-    : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
-  if (!j_.is_object())
-    throw ConfigError(source_,
-                      prefix_.empty() ? "(top level)" : prefix_.substr(0, prefix_.size() - 1),
-                      fmt::format("expected an object, got {}", describe(j_)));
-}
-
-std::string Reader::describe(const json& v) {
-  // A huge array is not dumped whole to show its first characters.
-  std::string d;
-  if (v.is_array() && v.size() > 16)
-    d = fmt::format("[... {} elements]", v.size());
-  else if (v.is_object() && v.size() > 16)
-    d = fmt::format("{{... {} keys}}", v.size());
-  else
-    d = v.dump(-1, ' ', true, json::error_handler_t::replace);
-  return fmt::format("{} {}", v.type_name(), base::excerpt(d, 40));
-}
-
-const json* Reader::get(const std::string& k) {
-  known_.insert(k);
-  auto it = j_.find(k);
-  if (it == j_.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-bool Reader::has(const std::string& k) const {
-  return j_.contains(k) && !j_.at(k).is_null();
-}
-
-double Reader::number(const std::string& k, double def, bool allow_negative) {
-  const json* v = get(k);
-  if (!v) return def;
-  if (!v->is_number()) fail(k, fmt::format("expected a number, got {}", describe(*v)));
-  const double x = v->get<double>();
-  if (!std::isfinite(x)) fail(k, "expected a finite number");
-  if (!allow_negative && x < 0) fail(k, fmt::format("expected a number >= 0, got {}", x));
-  return x;
-}
-std::optional<double> Reader::opt_number(const std::string& k) {
-  if (!has(k)) {
-    known_.insert(k);
-    return std::nullopt;
-  }
-  return number(k, 0);
-}
-std::int64_t Reader::bytes(const std::string& k, std::int64_t def) {
-  const json* v = get(k);
-  if (!v) return def;
-  if (!v->is_number() || v->get<double>() < 0 || std::floor(v->get<double>()) != v->get<double>() ||
-      v->get<double>() > 9.0e18)
-    fail(k, fmt::format("expected a whole number of bytes >= 0, got {}", describe(*v)));
-  return v->is_number_integer() ? v->get<std::int64_t>()
-                                : static_cast<std::int64_t>(v->get<double>());
-}
-int Reader::integer(const std::string& k, int def, int min, bool required) {
-  const json* v = get(k);
-  if (!v) {
-    if (required) fail(k, fmt::format("is required: expected an integer >= {}", min));
-    return def;
-  }
-  if (!v->is_number_integer() || v->get<long long>() < min || v->get<long long>() > 1'000'000'000)
-    fail(k, fmt::format("expected an integer >= {}, got {}", min, describe(*v)));
-  return static_cast<int>(v->get<long long>());
-}
-std::string Reader::string(const std::string& k, std::string def, bool required) {
-  const json* v = get(k);
-  if (!v) {
-    if (required) fail(k, "is required: expected a string");
-    return def;
-  }
-  if (!v->is_string()) fail(k, fmt::format("expected a string, got {}", describe(*v)));
-  return v->get<std::string>();
-}
-bool Reader::boolean(const std::string& k, bool def) {
-  const json* v = get(k);
-  if (!v) return def;
-  if (!v->is_boolean()) fail(k, fmt::format("expected true or false, got {}", describe(*v)));
-  return v->get<bool>();
-}
-std::string Reader::one_of(const std::string& k, std::string def,
-                           std::initializer_list<std::string_view> allowed) {
-  return one_of(k, std::move(def), std::vector<std::string>(allowed.begin(), allowed.end()));
-}
-std::string Reader::one_of(const std::string& k, std::string def,
-                           const std::vector<std::string>& allowed) {
-  std::string v = string(k, def);
-  for (const auto& a : allowed)
-    if (v == a) return v;
-  fail(k,
-       fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), base::excerpt(v)));
-}
-
-void Reader::reject_unknown(const std::function<std::string(const std::string&)>& hint) const {
-  for (auto it = j_.begin(); it != j_.end(); ++it) {
-    if (known_.count(it.key())) continue;
-    const std::string why = hint ? hint(it.key()) : std::string();
-    if (!why.empty()) fail(it.key(), why);
-    fail(it.key(), fmt::format("unknown key; known keys here: {}", fmt::join(known_, ", ")));
-  }
-}
-
 namespace {
 
 // comm.semantics and the keys that belong to one model only; each key of the other model is an
@@ -527,8 +425,7 @@ void parse_into(Config& c, const json& j, const std::string& source) {
   c.time_unit = top.one_of("time_unit", "ms", {"s", "ms", "us", "ns"});
 
   const json* sched = top.get("schedule");
-  if (!sched)
-    top.fail("schedule", "is required: expected an object with at least kind, ranks, microbatches");
+  if (!sched) top.missing("schedule", "expected an object with at least kind, ranks, microbatches");
   {
     Reader s(*sched, source, "schedule.");
     c.kind = s.string("kind", "", true);

@@ -26,8 +26,8 @@ inline void read_params(Reader& r, const std::vector<schedules::ParamSpec>& spec
     const nlohmann::json* v = r.get(spec.name);
     if (!v) {
       if (spec.required)
-        r.fail(spec.name, fmt::format("is required: expected an integer >= {} ({})", spec.min,
-                                      spec.description));
+        r.missing(spec.name,
+                  fmt::format("expected an integer >= {} ({})", spec.min, spec.description));
       continue;
     }
     if (!spec.keyword.empty() && v->is_string() && v->get<std::string>() == spec.keyword) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "action_patterns.hpp"
 #include "clock_alignment.hpp"
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/config/config.hpp"
@@ -46,21 +47,21 @@ std::vector<Key> keys_of(const Action& a) {
 
 std::optional<Key> parse_action(const std::string& name, const std::vector<ActionPattern>& patterns,
                                 int rank) {
-  std::smatch m;
+  std::vector<std::string_view> m;
   for (const auto& p : patterns) {
-    if (!std::regex_match(name, m, p.regex)) continue;
+    if (!detail::match_groups(p, name, m)) continue;
     auto group_int = [&](int g, long long fallback) -> std::optional<long long> {
       if (g == 0) return fallback;
-      const std::string s = m[static_cast<std::size_t>(g)].str();
+      const std::string_view s = m[static_cast<std::size_t>(g)];
       if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
         return std::nullopt;
-      return std::stoll(s);
+      return std::stoll(std::string(s));
     };
     OpKind kind = OpKind::F;
     if (p.kind) {
       kind = *p.kind;
     } else {
-      const std::string k = m[static_cast<std::size_t>(p.kind_group)].str();
+      const std::string_view k = m[static_cast<std::size_t>(p.kind_group)];
       if (k == "F")
         kind = OpKind::F;
       else if (k == "B")
@@ -328,26 +329,78 @@ std::shared_ptr<schedules::Program> program_of(const std::vector<std::vector<Act
   return program;
 }
 
+// The traces in rank order: distributedInfo's ranks when the traces give them, else the order
+// given. Traces of one run agree on world_size and give each rank from 0 to P-1 once; anything
+// else is traces of different runs (a directory written twice) or a rank left out.
+std::vector<std::size_t> rank_order(const std::vector<RankTrace>& traces) {
+  const std::size_t P = traces.size();
+  const RankTrace* sized = nullptr;  // the first trace that gives world_size
+  const RankTrace* ranked = nullptr;
+  const RankTrace* unranked = nullptr;
+  for (const auto& t : traces) {
+    if (t.world_size >= 0 && !sized) sized = &t;
+    if (t.world_size >= 0 && t.world_size != sized->world_size)
+      throw ProfileError(
+          fmt::format("{}: distributedInfo.world_size {}, but {} has {}: traces of different runs",
+                      t.file, t.world_size, sized->file, sized->world_size));
+    (t.rank >= 0 ? ranked : unranked) = &t;
+  }
+  if (ranked && unranked)
+    throw ProfileError(
+        fmt::format("{}: no distributedInfo.rank, but {} has one: traces of different runs?",
+                    unranked->file, ranked->file));
+  std::vector<std::size_t> order(P);
+  for (std::size_t i = 0; i < P; ++i) order[i] = i;
+  if (!ranked) return order;
+  std::map<int, const RankTrace*> by_rank;
+  for (const auto& t : traces)
+    if (auto [it, fresh] = by_rank.emplace(t.rank, &t); !fresh)
+      throw ProfileError(fmt::format("{}: distributedInfo.rank {} is given by two traces (also {})",
+                                     t.file, t.rank, it->second->file));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return traces[a].rank < traces[b].rank; });
+  return order;
+}
+
+// Every rank of the run has its trace: the ranks 0 to world_size - 1 (or P - 1) once each.
+// (After each trace is known to hold actions: one trace that holds none says so first.)
+void check_ranks(const std::vector<RankTrace>& traces) {
+  const std::size_t P = traces.size();
+  const RankTrace* sized = nullptr;
+  for (const auto& t : traces)
+    if (t.world_size >= 0 && !sized) sized = &t;
+  const std::size_t W = sized ? static_cast<std::size_t>(sized->world_size) : P;
+  if (traces.front().rank < 0) {
+    if (W != P)
+      throw ProfileError(fmt::format(
+          "{}: distributedInfo.world_size is {}, but {} traces are given: give one per rank",
+          sized->file, W, P));
+    return;
+  }
+  std::vector<bool> seen(W, false);
+  for (const auto& t : traces) {
+    const auto r = static_cast<std::size_t>(t.rank);
+    if (r >= W)
+      throw ProfileError(fmt::format(
+          "{}: distributedInfo.rank {}, but {}: traces of different runs?", t.file, t.rank,
+          sized ? fmt::format("{} has world_size {}", sized->file, W)
+                : fmt::format("{} traces are given (ranks 0 to {})", P, P - 1)));
+    seen[r] = true;
+  }
+  for (std::size_t r = 0; r < W; ++r)
+    if (!seen[r])
+      throw ProfileError(
+          fmt::format("{}: distributedInfo.world_size is {}, but rank {} has no trace ({} given): "
+                      "give one per rank",
+                      (sized ? sized : &traces.front())->file, W, r, P));
+}
+
 }  // namespace
 
 Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions& options,
                        const std::vector<ActionPattern>& patterns) {
   if (traces.empty()) throw ProfileError("no traces given");
-  // Ranks: distributedInfo's when every trace gives one (in that order), else the order given.
-  std::vector<std::size_t> order(traces.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  bool ranked =
-      std::all_of(traces.begin(), traces.end(), [](const auto& t) { return t.rank >= 0; });
-  if (ranked) {
-    std::set<int> distinct;
-    for (const auto& t : traces) distinct.insert(t.rank);
-    ranked = distinct.size() == traces.size();
-    if (!ranked)
-      throw ProfileError(fmt::format("{}: distributedInfo.rank {} is given by two traces",
-                                     traces.back().file, traces.back().rank));
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return traces[a].rank < traces[b].rank; });
-  }
+  const std::vector<std::size_t> order = rank_order(traces);
   const int P = static_cast<int>(traces.size());
   std::vector<std::vector<Action>> acts(static_cast<std::size_t>(P));
   std::vector<std::vector<detail::TimedComm>> comms(static_cast<std::size_t>(P));
@@ -388,6 +441,7 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
     }
     out.ranks.push_back(ir);
   }
+  check_ranks(traces);
   for (int s = 0; s < S; ++s)
     if (!stage_rank.count(s))
       throw ProfileError(
@@ -464,7 +518,8 @@ Imported import_traces(const std::vector<RankTrace>& traces, const ImportOptions
   return out;
 }
 
-nlohmann::json calibration_fragment(const model::Model& m, const schedules::Program* measured_on) {
+nlohmann::json calibration_fragment(const model::Model& m, const schedules::Program* measured_on,
+                                    const std::string& time_unit) {
   nlohmann::json stages = nlohmann::json::object();
   for (std::size_t i = 0; i < m.costs.stages.size(); ++i) {
     const model::StageCost& c = m.costs.stages[i];
@@ -481,6 +536,7 @@ nlohmann::json calibration_fragment(const model::Model& m, const schedules::Prog
     stages[std::to_string(i)] = std::move(s);
   }
   nlohmann::json out = {
+      {"time_unit", time_unit},
       {"costs",
        {{"per_stage", std::move(stages)},
         {"launch_overhead", m.costs.launch_overhead},

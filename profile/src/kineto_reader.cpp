@@ -1,67 +1,25 @@
-// Reading Kineto traces: the file (gzip or not), the JSON filtered while it is parsed so that only
-// profiler steps and pipeline ranges are kept (a trace of 1 GB holds millions of kernel events).
+// Reading Kineto traces: the file (gzip or not) parsed as it is read, with a SAX handler that
+// keeps only profiler steps, pipeline ranges, sends and receives, and launches and GPU events by
+// correlation id (a trace of 1 GB holds millions of kernel events); nothing else is built.
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <memory>
+#include <istream>
 #include <type_traits>
 
+#include "action_patterns.hpp"
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/profile/kineto.hpp"
+#include "trace_input.hpp"
 
 namespace ppsim::profile {
 
 using nlohmann::json;
-using schedules::OpKind;
 
 namespace {
 
 constexpr int kMaxDepth = 64;
-
-std::optional<OpKind> kind_of_letter(std::string_view s) {
-  if (s == "F") return OpKind::F;
-  if (s == "B") return OpKind::B;
-  if (s == "I") return OpKind::I;
-  if (s == "W") return OpKind::W;
-  return std::nullopt;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream probe(path, std::ios::binary);
-  if (!probe) throw ProfileError(fmt::format("{}: cannot open the trace", path));
-  unsigned char magic[2] = {0, 0};
-  probe.read(reinterpret_cast<char*>(magic), 2);
-  probe.close();
-  std::string out;
-  if (magic[0] == 0x1f && magic[1] == 0x8b) {  // gzip
-    std::unique_ptr<gzFile_s, decltype(&gzclose)> gz(gzopen(path.c_str(), "rb"), gzclose);
-    if (!gz) throw ProfileError(fmt::format("{}: cannot open the trace", path));
-    char buf[1 << 16];
-    for (;;) {
-      const int n = gzread(gz.get(), buf, sizeof buf);
-      if (n < 0) throw ProfileError(fmt::format("{}: not a readable gzip file (truncated?)", path));
-      if (n == 0) break;
-      out.append(buf, static_cast<std::size_t>(n));
-      if (out.size() > kMaxTraceBytes)
-        throw ProfileError(fmt::format("{}: over {} bytes uncompressed", path, kMaxTraceBytes));
-    }
-    return out;
-  }
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) throw ProfileError(fmt::format("{}: cannot read the trace", path));
-  if (static_cast<std::size_t>(size) > kMaxTraceBytes)
-    throw ProfileError(fmt::format("{}: over {} bytes", path, kMaxTraceBytes));
-  out.resize(static_cast<std::size_t>(size));
-  in.seekg(0);
-  in.read(out.data(), size);
-  if (!in) throw ProfileError(fmt::format("{}: cannot read the trace", path));
-  return out;
-}
 
 // `where` names the event in the message: a string, or a callable making one (a trace holds
 // millions of kernels, and the text is needed only for a bad one).
@@ -174,193 +132,291 @@ std::optional<CommEvent> comm_event(const json& e) {
   return out;
 }
 
-}  // namespace
-
-std::vector<ActionPattern> default_patterns() {
-  ActionPattern p;
-  p.text = "PP:<stage><F|B|I|W><microbatch> (PyTorch pipelining)";
-  p.regex = std::regex("PP:(\\d{1,6})([FBIW])(\\d{1,9})");
-  p.stage_group = 1;
-  p.kind_group = 2;
-  p.microbatch_group = 3;
-  return {p};
+// The keys read of an event, of its args, and of distributedInfo; the rest is skipped unbuilt.
+bool event_key(std::string_view k) {
+  return k == "name" || k == "ph" || k == "cat" || k == "ts" || k == "dur" || k == "tid" ||
+         k == "args";
+}
+bool args_key(std::string_view k) {
+  return k == "Collective name" || k == "correlation" || k == "Dst Rank" || k == "Src Rank" ||
+         k == "Rank" || k == "Process Group Ranks" || k == "In msg nelems" ||
+         k == "Out msg nelems" || k == "dtype";
+}
+bool info_key(std::string_view k) {
+  return k == "rank" || k == "world_size";
 }
 
-std::vector<ActionPattern> read_map(const std::string& path) {
-  const std::string text = read_bytes(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ProfileError(fmt::format("{}: malformed JSON: {}", path, base::excerpt(e.what(), 160)));
+// nlohmann's SAX interface. Builds one event at a time (and distributedInfo's two numbers), hands
+// it to take_event and drops it: what it holds at once is counted, and bounded.
+class TraceHandler {
+ public:
+  TraceHandler(RankTrace& t, const std::vector<ActionPattern>& patterns, const ReadLimits& limits,
+               detail::TraceInput& in)
+      : t_(t), patterns_(patterns), limits_(limits), in_(in) {}
+
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool v) { return value(json(v)); }
+  bool number_integer(json::number_integer_t v) { return value(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return value(json(v)); }
+  bool string(std::string& v) {
+    if (json* slot = place(); slot) {
+      if (v.size() > limits_.max_string)
+        throw ProfileError(fmt::format("{}: {}: a string of {} bytes (at most {} are read)",
+                                       t_.file, where(), v.size(), limits_.max_string));
+      *slot = std::move(v);
+    }
+    return true;
   }
-  auto fail = [&](const std::string& key, const std::string& what) {
-    throw ProfileError(fmt::format("{}: key '{}': {}", path, key, what));
+  bool binary(json::binary_t&) { return value(json(nullptr)); }
+  bool start_object(std::size_t) { return open(false); }
+  bool start_array(std::size_t) { return open(true); }
+  bool key(std::string& k) {
+    in_.mark();
+    if (depth() == 1)
+      top_key_ = k;
+    else
+      frames_.back().key = std::move(k);
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  template <class Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    error_ = e.what();
+    return false;
+  }
+
+  const std::string& error() const { return error_; }
+  bool saw_events() const { return saw_events_; }
+  bool root_object() const { return root_object_; }
+  const json& info() const { return info_; }
+  std::size_t peak_values() const { return peak_; }
+
+ private:
+  // An open container: the node it is built into (null: skipped), and for an object the key
+  // of the value coming next. Depth 1 is the root, 2 a top-level member, 3 an event.
+  struct Frame {
+    json* node = nullptr;
+    bool array = false;
+    std::string key;
   };
-  if (!j.is_object() || !j.contains("actions") || !j["actions"].is_array() ||
-      j["actions"].empty() || j.size() != 1)
-    fail("actions", "expected {\"actions\": [{\"pattern\": REGEX, \"kind\": \"F\", ...}, ...]}");
-  std::vector<ActionPattern> out;
-  for (std::size_t i = 0; i < j["actions"].size(); ++i) {
-    const json& a = j["actions"][i];
-    const std::string at = fmt::format("actions[{}]", i);
-    if (!a.is_object() || !a.contains("pattern") || !a["pattern"].is_string())
-      fail(at + ".pattern", "expected a regular expression (a string)");
-    ActionPattern p;
-    p.text = a["pattern"].get<std::string>();
-    try {
-      p.regex = std::regex(p.text);
-    } catch (const std::regex_error& e) {
-      fail(at + ".pattern", fmt::format("not a regular expression: {}", e.what()));
+
+  int depth() const { return static_cast<int>(frames_.size()); }
+  bool in_events() const { return depth() == 2 && top_key_ == "traceEvents" && frames_[1].array; }
+  std::string where() const { return fmt::format("traceEvents[{}]", index_); }
+
+  // Where the value now arriving goes, or null to skip it.
+  json* place() {
+    in_.mark();
+    if (in_events())  // an element of traceEvents that is not an object
+      throw ProfileError(fmt::format("{}: {}: expected an event object", t_.file, where()));
+    if (frames_.empty() || !frames_.back().node) return nullptr;
+    Frame& f = frames_.back();
+    if (!f.array) {
+      const bool wanted = depth() == 2   ? info_key(f.key)   // distributedInfo
+                          : depth() == 3 ? event_key(f.key)  // an event
+                          : depth() == 4 ? args_key(f.key)   // its args
+                                         : true;             // inside what those hold
+      if (!wanted) return nullptr;
     }
-    const unsigned groups = static_cast<unsigned>(p.regex.mark_count());
-    auto group = [&](const char* key) {
-      if (!a.contains(key)) return 0;
-      if (!a[key].is_number_integer() || a[key].get<long long>() < 1 ||
-          a[key].get<long long>() > static_cast<long long>(groups))
-        fail(at + "." + key, fmt::format("expected a capture group from 1 to {}", groups));
-      return a[key].get<int>();
-    };
-    for (const auto& item : a.items())
-      if (item.key() != "pattern" && item.key() != "kind" && item.key() != "kind_group" &&
-          item.key() != "stage" && item.key() != "microbatch")
-        fail(at + "." + item.key(), "unknown key (pattern, kind, kind_group, stage, microbatch)");
-    if (a.contains("kind")) {
-      if (!a["kind"].is_string() || !kind_of_letter(a["kind"].get<std::string>()))
-        fail(at + ".kind", "expected \"F\", \"B\", \"I\" or \"W\"");
-      p.kind = kind_of_letter(a["kind"].get<std::string>());
+    if (++held_ > limits_.max_event_values)
+      throw ProfileError(fmt::format("{}: {}: an event of over {} values", t_.file, where(),
+                                     limits_.max_event_values));
+    peak_ = std::max(peak_, held_);
+    if (f.array) {
+      f.node->push_back(nullptr);
+      return &f.node->back();
     }
-    p.kind_group = group("kind_group");
-    if (!p.kind && !p.kind_group) fail(at + ".kind", "give kind or kind_group");
-    p.stage_group = group("stage");
-    p.microbatch_group = group("microbatch");
-    if (!p.microbatch_group)
-      fail(at + ".microbatch", "expected the capture group of the microbatch");
-    out.push_back(std::move(p));
+    return &(*f.node)[f.key];
   }
-  return out;
+  bool value(json v) {
+    if (json* slot = place()) *slot = std::move(v);
+    return true;
+  }
+  bool open(bool array) {
+    in_.mark();
+    if (depth() >= kMaxDepth)
+      throw ProfileError(fmt::format("{}: nested deeper than {}", t_.file, kMaxDepth));
+    json* node = nullptr;
+    if (depth() == 0) {
+      root_object_ = !array;
+      root_array_ = array;
+    } else if (depth() == 1 && !root_array_) {
+      if (top_key_ == "traceEvents" && array) saw_events_ = true;
+      if (top_key_ == "distributedInfo" && !array) {
+        info_ = json::object();
+        node = &info_;
+      }
+    } else if (in_events()) {
+      if (array)
+        throw ProfileError(fmt::format("{}: {}: expected an event object", t_.file, where()));
+      event_ = json::object();
+      node = &event_;
+      held_ = 0;
+    } else if (json* slot = place()) {
+      // distributedInfo's values are numbers: a container there is kept as an empty one (an
+      // error later), its contents skipped.
+      *slot = array ? json::array() : json::object();
+      if (depth() > 2 || frames_[1].node != &info_) node = slot;
+    }
+    frames_.push_back({node, array, {}});
+    return true;
+  }
+  bool close() {
+    in_.mark();
+    const bool event = depth() == 3 && frames_.back().node == &event_;
+    frames_.pop_back();
+    if (event) {
+      take_event(event_, index_++);
+      event_ = json();
+      held_ = 0;
+    }
+    return true;
+  }
+
+  void take_event(const json& e, std::size_t i);
+
+  RankTrace& t_;
+  const std::vector<ActionPattern>& patterns_;
+  const ReadLimits& limits_;
+  detail::TraceInput& in_;
+  std::vector<Frame> frames_;
+  std::string top_key_, error_;
+  json event_, info_;
+  std::size_t index_ = 0, held_ = 0, peak_ = 0;
+  bool root_object_ = false, root_array_ = false, saw_events_ = false;
+};
+
+// One event: kept only if it is a complete range ("ph": "X") we need.
+void TraceHandler::take_event(const json& parsed, std::size_t i) {
+  const std::string& source = t_.file;
+  RankTrace& t = t_;
+  ++t.events;
+  const auto name = parsed.find("name");
+  const auto ph = parsed.find("ph");
+  if (name == parsed.end() || !name->is_string() || ph == parsed.end() || *ph != "X") return;
+  const std::string& n = name->get_ref<const std::string&>();
+  auto note = [&] {  // a name that is not an action, for the message when no action is found
+    if (t.sample.size() < 6 && std::find(t.sample.begin(), t.sample.end(), n) == t.sample.end())
+      t.sample.push_back(base::excerpt(n, 60));
+  };
+  const auto cat_it = parsed.find("cat");
+  const std::string_view cat = cat_it != parsed.end() && cat_it->is_string()
+                                   ? std::string_view(cat_it->get_ref<const std::string&>())
+                                   : std::string_view();
+  const auto args = parsed.find("args");
+  const bool has_args = args != parsed.end() && args->is_object();
+  // Launches and the GPU activity they started, by correlation id (times checked as ranges').
+  if (has_args && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "kernel" ||
+                   cat == "gpu_memcpy" || cat == "gpu_memset")) {
+    note();
+    const auto corr = int_arg(*args, "correlation");
+    if (!corr) return;
+    const auto where = [&] {
+      return fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
+    };
+    const double ts = number(parsed, "ts", where);
+    if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      t.launches.push_back({ts, *corr, int_arg(parsed, "tid").value_or(-1)});
+    } else {
+      const double dur = number(parsed, "dur", where);
+      if (dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where()));
+      t.device.push_back({ts, dur, *corr});
+    }
+    return;
+  }
+  if (n == "record_param_comms") {
+    if (auto c = comm_event(parsed)) {
+      const std::string where = fmt::format("{}: traceEvents[{}] ('{}')", source, i, n);
+      c->ts = number(parsed, "ts", where);
+      c->dur = number(parsed, "dur", where);
+      if (c->dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
+      c->tid = int_arg(parsed, "tid").value_or(-1);
+      c->index = i;
+      t.comms.push_back(*c);
+    }
+    return;
+  }
+  const bool step = n.rfind("ProfilerStep#", 0) == 0;
+  // An action, or an overlapped pair (`PP:(0F7;7B3)OVERLAP_F_B`, read by the importer).
+  bool action =
+      n.size() <= kMaxActionNameBytes && n.starts_with("PP:(") && n.ends_with(")OVERLAP_F_B");
+  for (const auto& p : patterns_) action = action || detail::matches(p, n);
+  if (!step && !action) {
+    note();
+    return;
+  }
+  const std::string where =
+      fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
+  RangeEvent r;
+  r.name = n;
+  r.ts = number(parsed, "ts", where);
+  r.dur = number(parsed, "dur", where);
+  if (r.dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
+  r.index = i;
+  r.tid = int_arg(parsed, "tid").value_or(-1);
+  r.device = cat == "gpu_user_annotation";
+  (step ? t.steps : t.ranges).push_back(std::move(r));
 }
 
-RankTrace parse_trace(std::string_view text, const std::string& source,
-                      const std::vector<ActionPattern>& patterns) {
+// distributedInfo's `key`, an integer from `lo` to 1'000'000 when given.
+int info_int(const json& info, const char* key, long long lo, const std::string& source) {
+  if (!info.is_object() || !info.contains(key)) return -1;
+  const json& v = info[key];
+  if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > 1'000'000)
+    throw ProfileError(
+        fmt::format("{}: key 'distributedInfo.{}': expected an integer >= {}", source, key, lo));
+  return v.get<int>();
+}
+
+RankTrace parse_input(detail::TraceInput& in, const std::string& source,
+                      const std::vector<ActionPattern>& patterns, const ReadLimits& limits,
+                      ReadStats* stats) {
   RankTrace t;
   t.file = source;
-  std::string top_key;
-  std::size_t index = 0;
-  std::optional<std::string> error;
-  auto keep = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
-    if (depth > kMaxDepth) {
-      error = fmt::format("{}: nested deeper than {}", source, kMaxDepth);
-      throw ProfileError(*error);
+  TraceHandler handler(t, patterns, limits, in);
+  struct Account {  // the stats, also when parsing throws
+    ReadStats* stats;
+    const detail::TraceInput& in;
+    const TraceHandler& h;
+    ~Account() {
+      if (stats) *stats = {in.position(), h.peak_values()};
     }
-    if (depth == 1 && event == json::parse_event_t::key) {
-      top_key = parsed.get<std::string>();
-      return true;
-    }
-    if (depth == 1 &&
-        (event == json::parse_event_t::object_end || event == json::parse_event_t::array_end ||
-         event == json::parse_event_t::value))
-      return top_key == "traceEvents" || top_key == "distributedInfo";
-    if (depth != 2 || top_key != "traceEvents" || event != json::parse_event_t::object_end)
-      return true;
-    // One event: kept only if it is a complete range ("ph": "X") we need.
-    const std::size_t i = index++;
-    ++t.events;
-    const auto name = parsed.find("name");
-    const auto ph = parsed.find("ph");
-    if (name == parsed.end() || !name->is_string() || ph == parsed.end() || *ph != "X")
-      return false;
-    const std::string& n = name->get_ref<const std::string&>();
-    auto note = [&] {  // a name that is not an action, for the message when no action is found
-      if (t.sample.size() < 6 && std::find(t.sample.begin(), t.sample.end(), n) == t.sample.end())
-        t.sample.push_back(base::excerpt(n, 60));
-    };
-    const auto cat_it = parsed.find("cat");
-    const std::string_view cat = cat_it != parsed.end() && cat_it->is_string()
-                                     ? std::string_view(cat_it->get_ref<const std::string&>())
-                                     : std::string_view();
-    const auto args = parsed.find("args");
-    const bool has_args = args != parsed.end() && args->is_object();
-    // Launches and the GPU activity they started, by correlation id (times checked as ranges').
-    if (has_args && (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "kernel" ||
-                     cat == "gpu_memcpy" || cat == "gpu_memset")) {
-      note();
-      const auto corr = int_arg(*args, "correlation");
-      if (!corr) return false;
-      const auto where = [&] {
-        return fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
-      };
-      const double ts = number(parsed, "ts", where);
-      if (cat == "cuda_runtime" || cat == "cuda_driver") {
-        t.launches.push_back({ts, *corr, int_arg(parsed, "tid").value_or(-1)});
-      } else {
-        const double dur = number(parsed, "dur", where);
-        if (dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where()));
-        t.device.push_back({ts, dur, *corr});
-      }
-      return false;
-    }
-    if (n == "record_param_comms") {
-      if (auto c = comm_event(parsed)) {
-        const std::string where = fmt::format("{}: traceEvents[{}] ('{}')", source, i, n);
-        c->ts = number(parsed, "ts", where);
-        c->dur = number(parsed, "dur", where);
-        if (c->dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
-        c->tid = int_arg(parsed, "tid").value_or(-1);
-        c->index = i;
-        t.comms.push_back(*c);
-      }
-      return false;
-    }
-    const bool step = n.rfind("ProfilerStep#", 0) == 0;
-    // An action, or an overlapped pair (`PP:(0F7;7B3)OVERLAP_F_B`, read by the importer).
-    bool action = n.starts_with("PP:(") && n.ends_with(")OVERLAP_F_B");
-    for (const auto& p : patterns) action = action || std::regex_match(n, p.regex);
-    if (!step && !action) {
-      note();
-      return false;
-    }
-    const std::string where =
-        fmt::format("{}: traceEvents[{}] ('{}')", source, i, base::excerpt(n, 60));
-    RangeEvent r;
-    r.name = n;
-    r.ts = number(parsed, "ts", where);
-    r.dur = number(parsed, "dur", where);
-    if (r.dur < 0) throw ProfileError(fmt::format("{}: key 'dur': expected >= 0", where));
-    r.index = i;
-    r.tid = int_arg(parsed, "tid").value_or(-1);
-    r.device = cat == "gpu_user_annotation";
-    (step ? t.steps : t.ranges).push_back(std::move(r));
-    return false;
-  };
-  json root;
+  } account{stats, in, handler};
+  std::istream is(&in);
+  bool ok = false;
   try {
-    root = json::parse(text.begin(), text.end(), keep);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for 2e308
-    throw ProfileError(
-        fmt::format("{}: malformed or truncated JSON ({})", source, base::excerpt(e.what(), 160)));
+    ok = json::sax_parse(is, &handler);
+  } catch (const json::exception& e) {
+    handler.parse_error(0, "", e);
   }
-  if (!root.is_object() || !root.contains("traceEvents") || !root["traceEvents"].is_array())
+  if (!ok)  // parse errors, and out_of_range for 2e308
+    throw ProfileError(fmt::format("{}: malformed or truncated JSON ({})", source,
+                                   base::excerpt(handler.error(), 160)));
+  if (!handler.root_object() || !handler.saw_events())
     throw ProfileError(fmt::format(
         "{}: key 'traceEvents': expected a Chrome trace object with a traceEvents array (as "
         "torch.profiler's export_chrome_trace writes)",
         source));
-  if (root.contains("distributedInfo") && root["distributedInfo"].is_object()) {
-    const json& d = root["distributedInfo"];
-    if (d.contains("rank")) {
-      if (!d["rank"].is_number_integer() || d["rank"].get<long long>() < 0 ||
-          d["rank"].get<long long>() > 1'000'000)
-        throw ProfileError(
-            fmt::format("{}: key 'distributedInfo.rank': expected an integer >= 0", source));
-      t.rank = d["rank"].get<int>();
-    }
-  }
+  t.rank = info_int(handler.info(), "rank", 0, source);
+  t.world_size = info_int(handler.info(), "world_size", 1, source);
   return t;
 }
 
-RankTrace read_trace(const std::string& path, const std::vector<ActionPattern>& patterns) {
-  const std::string text = read_bytes(path);
-  return parse_trace(text, path, patterns);
+}  // namespace
+
+RankTrace parse_trace(std::string_view text, const std::string& source,
+                      const std::vector<ActionPattern>& patterns, const ReadLimits& limits,
+                      ReadStats* stats) {
+  detail::TraceInput in(text, source, limits);
+  return parse_input(in, source, patterns, limits, stats);
+}
+
+RankTrace read_trace(const std::string& path, const std::vector<ActionPattern>& patterns,
+                     const ReadLimits& limits, ReadStats* stats) {
+  detail::TraceInput in(path, limits);
+  return parse_input(in, path, patterns, limits, stats);
 }
 
 }  // namespace ppsim::profile

@@ -17,6 +17,27 @@ void write_traces(const record::RunRecord& run, const std::string& dir, double o
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ProfileError(fmt::format("{}: cannot create the directory: {}", dir, ec.message()));
+  write_traces(
+      run,
+      [&](int r, const std::string& text) {
+        const std::string path =
+            (std::filesystem::path(dir) / fmt::format("rank{}.json", r)).string();
+        try {
+          base::OutputFile out(path);
+          out.stream() << text;
+          out.commit();
+        } catch (const std::exception& e) {
+          throw ProfileError(fmt::format("{}: {}", path, e.what()));
+        }
+      },
+      origin_us);
+}
+
+void write_traces(const record::RunRecord& run,
+                  const std::function<void(int rank, const std::string& text)>& sink,
+                  double origin_us) {
+  if (!run.trace || !run.program)
+    throw ProfileError("the run has no trace to write as profiler traces");
   const auto& program = *run.program;
   const double scale = config::microseconds_per_unit(run.trace->time_unit);
   const int P = program.ranks();
@@ -109,14 +130,7 @@ void write_traces(const record::RunRecord& run, const std::string& dir, double o
         {"distributedInfo", {{"backend", "nccl"}, {"rank", r}, {"world_size", P}}},
         {"traceName", fmt::format("ppsim {} rank {}", run.info.name, r)},
         {"traceEvents", std::move(ev)}};
-    const std::string path = (std::filesystem::path(dir) / fmt::format("rank{}.json", r)).string();
-    try {
-      base::OutputFile out(path);
-      out.stream() << doc.dump() << "\n";
-      out.commit();
-    } catch (const std::exception& e) {
-      throw ProfileError(fmt::format("{}: {}", path, e.what()));
-    }
+    sink(r, doc.dump() + "\n");
   }
 }
 

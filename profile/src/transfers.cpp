@@ -6,35 +6,71 @@
 
 namespace ppsim::profile::detail {
 
-Launched::Launched(const RankTrace& t) : launches_(t.launches) {
-  std::sort(launches_.begin(), launches_.end(),
-            [](const LaunchEvent& a, const LaunchEvent& b) { return a.ts < b.ts; });
-  device_.reserve(t.device.size());
+Launched::Launched(const RankTrace& t) {
+  std::unordered_map<std::int64_t, Span> device;  // by correlation id
+  device.reserve(t.device.size());
   for (const auto& d : t.device) {
-    auto [it, fresh] = device_.emplace(d.correlation, std::pair{d.ts, d.ts + d.dur});
+    auto [it, fresh] = device.emplace(d.correlation, Span{d.ts, d.ts + d.dur});
     if (!fresh) {  // one launch, several activities (a graph): the whole of them
       it->second.first = std::min(it->second.first, d.ts);
       it->second.second = std::max(it->second.second, d.ts + d.dur);
     }
   }
+  // Only launches that ran something can change a span.
+  std::vector<std::pair<double, Span>> all, untagged;
+  std::unordered_map<std::int64_t, std::vector<std::pair<double, Span>>> tagged;
+  for (const auto& l : t.launches) {
+    const auto d = device.find(l.correlation);
+    if (d == device.end()) continue;
+    all.push_back({l.ts, d->second});
+    (l.tid < 0 ? untagged : tagged[l.tid]).push_back({l.ts, d->second});
+  }
+  build(all_, all);
+  build(untagged_, untagged);
+  for (auto& [tid, list] : tagged) build(by_tid_[tid], list);
+}
+
+void Launched::build(Group& g, std::vector<std::pair<double, Span>>& launches) {
+  std::stable_sort(launches.begin(), launches.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::size_t n = launches.size();
+  g.ts.resize(n);
+  g.tree.resize(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    g.ts[i] = launches[i].first;
+    g.tree[n + i] = launches[i].second;
+  }
+  for (std::size_t i = n; i-- > 1;)
+    g.tree[i] = {std::min(g.tree[2 * i].first, g.tree[2 * i + 1].first),
+                 std::max(g.tree[2 * i].second, g.tree[2 * i + 1].second)};
+}
+
+std::optional<Launched::Span> Launched::query(const Group& g, double lo, double hi) const {
+  // The launches with lo <= ts <= hi: [l, r) in time order, then the tree bottom up.
+  const std::size_t n = g.ts.size();
+  auto l = static_cast<std::size_t>(std::lower_bound(g.ts.begin(), g.ts.end(), lo) - g.ts.begin());
+  auto r = static_cast<std::size_t>(std::upper_bound(g.ts.begin(), g.ts.end(), hi) - g.ts.begin());
+  std::optional<Span> out;
+  auto add = [&](const Span& s) {
+    ++visits_;
+    out = out ? Span{std::min(out->first, s.first), std::max(out->second, s.second)} : s;
+  };
+  for (l += n, r += n; l < r; l /= 2, r /= 2) {
+    if (l & 1) add(g.tree[l++]);
+    if (r & 1) add(g.tree[--r]);
+  }
+  return out;
 }
 
 std::optional<std::pair<double, double>> Launched::span(double ts, double dur,
                                                         std::int64_t tid) const {
-  if (device_.empty()) return std::nullopt;
-  auto it = std::lower_bound(launches_.begin(), launches_.end(), ts,
-                             [](const LaunchEvent& l, double t) { return l.ts < t; });
-  std::optional<std::pair<double, double>> out;
-  for (; it != launches_.end() && it->ts <= ts + dur; ++it) {
-    if (tid >= 0 && it->tid >= 0 && it->tid != tid) continue;
-    const auto d = device_.find(it->correlation);
-    if (d == device_.end()) continue;
-    if (!out)
-      out = d->second;
-    else
-      out =
-          std::pair{std::min(out->first, d->second.first), std::max(out->second, d->second.second)};
-  }
+  if (all_.ts.empty()) return std::nullopt;
+  if (tid < 0) return query(all_, ts, ts + dur);
+  // The thread's own launches and those that do not say their thread.
+  std::optional<Span> out = query(untagged_, ts, ts + dur);
+  if (const auto g = by_tid_.find(tid); g != by_tid_.end())
+    if (const auto own = query(g->second, ts, ts + dur))
+      out = out ? Span{std::min(out->first, own->first), std::max(out->second, own->second)} : own;
   return out;
 }
 

@@ -11,17 +11,30 @@
 
 namespace ppsim::profile::detail {
 
-// The GPU activity launched inside a CPU range, through the launches' correlation ids.
+// The GPU activity launched inside a CPU range, through the launches' correlation ids. A query
+// is O(log n): the launches that ran anything, sorted by time per thread, each under a segment
+// tree of their activity's [first start, last end] (a trace holds hundreds of thousands).
 class Launched {
  public:
   explicit Launched(const RankTrace& t);
   // [first start, last end] of what was launched in [ts, ts + dur] on thread `tid` (any thread
   // when either side does not say); nullopt when nothing was.
   std::optional<std::pair<double, double>> span(double ts, double dur, std::int64_t tid) const;
+  // Tree nodes visited by all span() calls so far (the tests hold it to O(log n) a call).
+  std::size_t visits() const { return visits_; }
 
  private:
-  std::vector<LaunchEvent> launches_;                                   // by time
-  std::unordered_map<std::int64_t, std::pair<double, double>> device_;  // by correlation id
+  using Span = std::pair<double, double>;
+  struct Group {  // launches sorted by time, and a segment tree over their spans
+    std::vector<double> ts;
+    std::vector<Span> tree;  // leaves at [n, 2n)
+  };
+  static void build(Group& g, std::vector<std::pair<double, Span>>& launches);
+  std::optional<Span> query(const Group& g, double lo, double hi) const;
+
+  Group all_, untagged_;                            // every launch; those with no thread
+  std::unordered_map<std::int64_t, Group> by_tid_;  // the rest by thread
+  mutable std::size_t visits_ = 0;
 };
 
 // A send or receive of one rank, its times on that rank's clock (microseconds): its kernels'

@@ -219,8 +219,8 @@ schedules::Routes read_routes(Reader& s, const nlohmann::json& v) {
     Reader one(v[k], s.source(), fmt::format("schedule.routes[{}].", k));
     const nlohmann::json* st = one.get("stages");
     const nlohmann::json* mb = one.get("microbatches");
-    if (!st) one.fail("stages", "is required: the stages of this route in forward order");
-    if (!mb) one.fail("microbatches", "is required: the microbatches that take this route");
+    if (!st) one.missing("stages", "the stages of this route in forward order");
+    if (!mb) one.missing("microbatches", "the microbatches that take this route");
     paths.push_back(int_list(one, "stages", *st));
     for (auto x : paths.back()) {
       if (static_cast<std::size_t>(x) >= stage_entries)
