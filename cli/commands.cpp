@@ -14,6 +14,7 @@
 #include "check_inputs.hpp"
 #include "junit.hpp"
 #include "messages.hpp"
+#include "outputs.hpp"
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/base/human_bytes.hpp"
 #include "ppsim/base/output_file.hpp"
@@ -26,6 +27,7 @@
 #include "ppsim/profile/kineto.hpp"
 #include "ppsim/schedules/generator.hpp"
 #include "ppsim/schedules/lowering.hpp"
+#include "ppsim/search/search.hpp"
 #include "ppsim/sim/analysis.hpp"
 #include "ppsim/sim/simulator.hpp"
 #include "ppsim/viz/chrome_trace.hpp"
@@ -121,6 +123,9 @@ std::vector<std::string> split_list(const std::string& option,
     while (true) {
       const auto comma = arg.find(',', start);
       std::string item = arg.substr(start, comma == std::string::npos ? comma : comma - start);
+      // "1f1b, zbv": the spaces around an element are not part of it.
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
       if (item.empty())
         throw UsageError(fmt::format("{} '{}': element {} is empty (write a list as 8,16,32)",
                                      option, base::excerpt(arg, 80), index));
@@ -231,18 +236,20 @@ config::Config load_with_calibration(const std::string& path, const CommonOption
 
 int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOptions& common) {
   return guarded(path, [&] {
-    refuse_input_as_output("--trace", outputs.trace_file, path);
-    refuse_input_as_output("--svg", outputs.svg_file, path);
+    const NamedOutputs named{{"--trace", outputs.trace_file}, {"--svg", outputs.svg_file}};
+    refuse_clashes(named, {path, common.calibration}, outputs.json);
     const config::Config cfg = load_with_calibration(path, common);
-    for (const auto& input : read_files(cfg)) {  // and the CSV the config reads
-      refuse_input_as_output("--trace", outputs.trace_file, input);
-      refuse_input_as_output("--svg", outputs.svg_file, input);
-    }
+    // And the CSV the config reads.
+    std::vector<std::string> inputs = read_files(cfg);
+    inputs.push_back(common.calibration);
+    refuse_clashes(named, inputs);
     // Opened before the simulation: a bad path fails at once, and the temporaries are cleaned up
-    // whatever happens next.
-    std::optional<base::OutputFile> trace, svg;
-    if (!outputs.trace_file.empty()) trace.emplace(outputs.trace_file);
-    if (!outputs.svg_file.empty()) svg.emplace(outputs.svg_file);
+    // whatever happens next. Published together: both files, or neither.
+    base::OutputSet files;
+    base::OutputFile* trace =
+        outputs.trace_file.empty() ? nullptr : &files.add("--trace", outputs.trace_file);
+    base::OutputFile* svg =
+        outputs.svg_file.empty() ? nullptr : &files.add("--svg", outputs.svg_file);
     const bool want_trace = trace || svg || outputs.timeline;
     Progress progress("simulating", 0);
     ProgressObserver counter(progress);
@@ -274,8 +281,7 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
     if (invalid) {
       // No picture of a program that cannot run; whatever was at the paths stays.
       streamed.reset();  // its writer thread is done with the file before the file goes
-      if (trace) trace->abandon();
-      if (svg) svg->abandon();
+      files.abandon();
       code = kWrong;
     } else {
       if (trace) {
@@ -284,13 +290,12 @@ int cmd_run(const std::string& path, const RunOutputs& outputs, const CommonOpti
           streamed->finish(a);
         else
           viz::write_chrome_trace(trace->stream(), a, trace_options, format);
-        trace->commit();
       }
       if (svg) {
         progress.phase("writing " + outputs.svg_file, 0);
         viz::write_svg_timeline(svg->stream(), a);
-        svg->commit();
       }
+      files.commit();
     }
     progress.finish();
     if (outputs.json)
@@ -388,6 +393,8 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
     if (!sweep.shard.empty()) {
       const auto [shard, count] = parse_shard(sweep.shard);
       if (!json) throw UsageError("--shard writes JSON for `ppsim merge`: add --json");
+      // Of every point: `ppsim merge` refuses shards of another compare.
+      const std::string digest = search::inputs_digest(points, common.max_memory);
       std::vector<config::Config> mine;
       for (std::size_t i = 0; i < points.size(); ++i)
         if (static_cast<int>(i % static_cast<std::size_t>(count)) == shard) {
@@ -402,10 +409,12 @@ int cmd_compare(const std::vector<std::string>& paths, bool json, bool csv,
       nlohmann::json rows = nlohmann::json::array();
       for (std::size_t i = 0; i < shard_runs.size(); ++i)
         rows.push_back({{"point", index[i]}, {"run", viz::to_json(shard_runs[i])}});
-      std::cout << viz::json_text(
-                       {{"compare_shard", {{"index", shard}, {"count", count}, {"points", total}}},
-                        {"rows", rows}})
-                << "\n";
+      std::cout
+          << viz::json_text(
+                 {{"compare_shard",
+                   {{"index", shard}, {"count", count}, {"points", total}, {"digest", digest}}},
+                  {"rows", rows}})
+          << "\n";
       for (const auto& a : shard_runs)
         if (!a.ok()) return kWrong;
       return kOk;

@@ -3,10 +3,12 @@
 // `ppsim run --calibration` and `ppsim model --calibration` take.
 #include <fmt/format.h>
 
+#include <array>
 #include <filesystem>
 #include <iostream>
 
 #include "commands.hpp"
+#include "outputs.hpp"
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/config/config.hpp"
@@ -135,58 +137,54 @@ json replay_config(const profile::Imported& im) {
 
 int cmd_import_profile(const std::vector<std::string>& files, const ImportProfileOptions& o) {
   return run_guarded(files.empty() ? std::string("import-profile") : files.front(), [&] {
-    for (const auto& [option, file] :
-         {std::pair{"--output", &o.output}, std::pair{"--report", &o.report_file},
-          std::pair{"--trace", &o.trace_file}, std::pair{"--svg", &o.svg_file}}) {
-      refuse_input_as_output(option, *file, o.map_file);
-      for (const auto& f : files) refuse_input_as_output(option, *file, f);
-    }
+    // Every output against the others and the files read, then opened, before a trace is read.
+    const NamedOutputs named{{"--output", o.output},
+                             {"--report", o.report_file},
+                             {"--trace", o.trace_file},
+                             {"--svg", o.svg_file}};
+    std::vector<std::string> inputs = files;
+    inputs.push_back(o.map_file);
+    refuse_clashes(named, inputs, o.json);
     profile::ImportOptions io;
     if (o.step) {
       if (*o.step < 0) throw UsageError("--step: expected a profiler step number >= 0");
       io.step = o.step;
     }
+    base::OutputSet set;
+    std::array<base::OutputFile*, 4> out{};  // in the order of `named`
+    for (std::size_t i = 0; i < named.size(); ++i)
+      if (!named[i].second.empty()) out[i] = &set.add(named[i].first, named[i].second);
     std::vector<profile::ActionPattern> patterns = profile::default_patterns();
     if (!o.map_file.empty())
       for (auto& p : profile::read_map(o.map_file)) patterns.push_back(std::move(p));
     std::vector<profile::RankTrace> traces;
     for (const auto& f : files) traces.push_back(profile::read_trace(f, patterns));
     const profile::Imported im = profile::import_traces(traces, io, patterns);
-    if (!o.output.empty()) {
-      base::OutputFile out(o.output);
-      out.stream() << viz::json_text(
-                          profile::calibration_fragment(im.calibrated, im.measured.program.get()))
-                   << "\n";
-      out.commit();
-    }
+    if (out[0])
+      out[0]->stream() << viz::json_text(profile::calibration_fragment(im.calibrated,
+                                                                       im.measured.program.get()))
+                       << "\n";
     // The imported order replayed with the costs it measured, beside the measured run.
     std::optional<record::RunRecord> predicted;
-    if (!o.report_file.empty() || !o.trace_file.empty())
+    if (out[1] || out[2])
       predicted = sim::analyze(config::parse_config(replay_config(im), "the imported profile"),
                                {.trace = true});
-    if (!o.trace_file.empty()) {
+    if (out[2]) {
       std::vector<viz::LabelledRun> runs;
       if (predicted->trace) runs.push_back({&*predicted, "replayed"});
       runs.push_back({&im.measured, "measured"});
-      base::OutputFile out(o.trace_file);
       viz::write_chrome_trace(
-          out.stream(), runs,
+          out[2]->stream(), runs,
           {config::microseconds_per_unit(im.measured.info.time_unit), "imported profile"},
           viz::trace_format_for(o.trace_file));
-      out.commit();
     }
-    if (!o.svg_file.empty()) {
-      base::OutputFile out(o.svg_file);
-      viz::write_svg_timeline(out.stream(), im.measured);
-      out.commit();
-    }
-    if (!o.report_file.empty()) {
+    if (out[3]) viz::write_svg_timeline(out[3]->stream(), im.measured);
+    if (out[1]) {
       viz::HtmlReportOptions ho;
       ho.title = "ppsim import-profile";
-      base::OutputFile out(o.report_file);
-      viz::write_html_report(out.stream(), {*predicted, im.measured}, ho);
-      out.commit();
+      viz::write_html_report(out[1]->stream(), {*predicted, im.measured}, ho);
     }
+    set.commit();  // all four, or none
     if (o.json)
       std::cout << viz::json_text(to_json(im)) << "\n";
     else

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "outputs.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/torch_csv_source.hpp"
@@ -76,6 +77,7 @@ int cmd_export_torch(const std::string& path, const ExportOptions& options,
     const auto form = options.compute_only ? schedules::TorchCsvForm::compute_only
                                            : schedules::TorchCsvForm::compute_comms;
     const config::Config c = config::load_config(path, common.overrides);
+    refuse_clashes({{"--output", options.output}}, read_files(c));  // the CSV it reads too
     std::string text;
     try {
       const schedules::TorchCsv* csv = config::torch_csv_of(c);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "outputs.hpp"
 #include "ppsim/base/human_bytes.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
@@ -362,13 +363,20 @@ std::string text_report(const std::string& path, const config::Prepared& prepare
 
 int real_body(const std::string& path, const RealOptions& o, const CommonOptions& common);
 
+NamedOutputs named_outputs(const RealOptions& o) {
+  return {{"--trace", o.trace_file}, {"--report", o.report_file}};
+}
+
 }  // namespace
 
 int cmd_real(const std::string& path, const RealOptions& o, const CommonOptions& common) {
   // A GPU backend that cannot run here (no driver, no device, too few GPUs) is neither bad input
   // nor a wrong schedule: its own exit code, and the message says what to do instead.
   return run_guarded(path, [&] {
-    refuse_input_as_output("--trace", o.trace_file, path);
+    refuse_clashes(named_outputs(o), {path, common.calibration}, o.json);
+    // --profile-trace against the files named here, before any is read (again with the config's
+    // own when the outputs are opened).
+    ProfileDirectory(o.profile_dir, named_outputs(o), {path, common.calibration});
     try {
       return real_body(path, o, common);
     } catch (const real::BackendUnavailable& e) {
@@ -395,14 +403,18 @@ std::unique_ptr<real::World> world_for(const config::Config& cfg, const real::Se
   return nullptr;
 }
 
+// What a run writes, published together after it (all or none).
 struct Outputs {
-  std::optional<base::OutputFile> trace, report;
+  std::optional<ProfileDirectory> profile;  // (destroyed after the set: its temporaries first)
+  base::OutputSet set;
+  base::OutputFile *trace = nullptr, *report = nullptr;
 };
 
-// Opened before the run: a bad path fails at once, and the temporary goes whatever happens.
-void open_outputs(const RealOptions& o, Outputs& out) {
-  if (!o.trace_file.empty()) out.trace.emplace(o.trace_file);
-  if (!o.report_file.empty()) out.report.emplace(o.report_file);
+// Opened before the run: a bad path fails at once, and the temporaries go whatever happens.
+void open_outputs(const RealOptions& o, const std::vector<std::string>& inputs, Outputs& out) {
+  out.profile.emplace(o.profile_dir, named_outputs(o), inputs);
+  if (!o.trace_file.empty()) out.trace = &out.set.add("--trace", o.trace_file);
+  if (!o.report_file.empty()) out.report = &out.set.add("--report", o.report_file);
 }
 
 int real_run(const std::string& path, const RealOptions& o, const config::Config& cfg,
@@ -412,10 +424,10 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
 int real_body(const std::string& path, const RealOptions& o, const CommonOptions& common) {
   real::register_settings_section();
   config::Config cfg = load_with_calibration(path, common);
-  for (const auto& input : read_files(cfg)) {  // the config and the CSV it reads
-    refuse_input_as_output("--trace", o.trace_file, input);
-    refuse_input_as_output("--report", o.report_file, input);
-  }
+  // The config, the CSV it reads and the calibration fragment: none may be replaced.
+  std::vector<std::string> inputs = read_files(cfg);
+  inputs.push_back(common.calibration);
+  refuse_clashes(named_outputs(o), inputs, o.json);
   real::Settings settings = real::settings_of(cfg);
   apply_options(settings, o);
   settings.max_memory = common.max_memory;
@@ -426,7 +438,7 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
   real::check_runnable(prepared, {settings, &g_stop, world.get()});
   Outputs out;
   if (!world || world->processes() == 1) {
-    open_outputs(o, out);
+    open_outputs(o, inputs, out);
     return real_run(path, o, cfg, settings, prepared, world.get(), out);
   }
   // Process 0 writes the files and reports; the others run their rank, then end with its exit
@@ -434,7 +446,7 @@ int real_body(const std::string& path, const RealOptions& o, const CommonOptions
   // job). What fails in one process only is told to all, so that none waits for it.
   std::string failed;
   if (world->process() == 0) try {
-      open_outputs(o, out);
+      open_outputs(o, inputs, out);
     } catch (const base::OutputError& e) {
       failed = e.what();
       // Said before the others learn of it: the first process to end makes mpirun stop the job.
@@ -480,8 +492,8 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
              const real::Settings& settings, const config::Prepared& prepared, real::World* world,
              Outputs& out, bool* ran) {
   {
-    std::optional<base::OutputFile>& trace = out.trace;
-    std::optional<base::OutputFile>& report = out.report;
+    base::OutputFile* const trace = out.trace;
+    base::OutputFile* const report = out.report;
 
     record::RunRecord predicted = sim::analyze(prepared, {.trace = true});
     real::Execution run;
@@ -514,20 +526,19 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
         viz::write_chrome_trace(trace->stream(), runs,
                                 {config::microseconds_per_unit(cfg.time_unit), cfg.name},
                                 viz::trace_format_for(o.trace_file));
-        trace->commit();
       } else {
         trace->abandon();
       }
     }
 
-    if (!o.profile_dir.empty() && run.record.trace)
-      profile::write_traces(run.record, o.profile_dir);
+    if (run.record.trace) out.profile->write(run.record, out.set);
     if (report) {
       viz::HtmlReportOptions options;
       options.title = fmt::format("{}: simulated and measured", cfg.name);
       viz::write_html_report(report->stream(), {predicted, run.record}, options);
-      report->commit();
     }
+    out.set.commit();  // every file, or none
+    out.profile->clear_stale();
 
     // Disagreement: a different verdict, or (for a run that finished) different peaks. Peak
     // memory may depend on transfer times; at time scale 0 it is compared only where program
@@ -561,7 +572,8 @@ int real_run(const std::string& path, const RealOptions& o, const config::Config
       j["predicted"] = viz::to_json(predicted);
       if (uncalibrated) j["predicted_uncalibrated_makespan"] = *uncalibrated;
       if (calibrated) {
-        j["calibrated"] = profile::calibration_fragment(*calibrated, prepared.program.get());
+        j["calibrated"] =
+            profile::calibration_fragment(*calibrated, prepared.program.get(), cfg.time_unit);
         if (const auto coll = profile::collectives_fragment(run.collectives); !coll.is_null())
           j["calibrated"]["collectives"] = coll;
       }

@@ -2,11 +2,10 @@
 // timelines recorded, written as one self-contained HTML page (viz/html_report.hpp).
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <iostream>
-#include <system_error>
 
 #include "commands.hpp"
+#include "outputs.hpp"
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/base/output_file.hpp"
 #include "ppsim/config/prepare.hpp"
@@ -20,16 +19,12 @@ int cmd_report(const std::vector<std::string>& paths, const std::string& output,
                const std::string& title, const SweepOptions& sweep, const CommonOptions& common) {
   return run_guarded(fmt::format("{}", fmt::join(paths, ", ")), [&] {
     if (output.empty()) throw UsageError("-o: the file name is empty");
-    for (const auto& path : paths) {  // replacing a config with its own report is a typo
-      std::error_code ec;
-      if (std::filesystem::equivalent(output, path, ec))
-        throw UsageError(
-            fmt::format("-o {}: that is the config {}; name another file", output, path));
-    }
+    refuse_clashes({{"-o", output}}, paths);  // replacing a config with its own report: a typo
     // Every config is read before the output is opened or anything runs: a bad file fails fast
     // and leaves no file behind.
     const std::vector<config::Config> configs =
         sweep_points(paths, sweep, common, config::Workload::trace);
+    for (const auto& cfg : configs) refuse_clashes({{"-o", output}}, read_files(cfg));
     base::OutputFile out(output);
     std::vector<record::RunRecord> runs;
     runs.reserve(configs.size());

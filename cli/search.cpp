@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "outputs.hpp"
 #include "ppsim/base/excerpt.hpp"
 #include "ppsim/base/human_bytes.hpp"
 #include "ppsim/base/output_file.hpp"
@@ -32,18 +33,56 @@ std::string gb(std::int64_t bytes) {
   return base::human_bytes(static_cast<double>(bytes));
 }
 
+// Text from a result (a shard's file may hold anything) made safe for a terminal: C1 controls
+// (valid UTF-8, so excerpt keeps them) as \u00NN, then excerpt's escapes for the rest.
+std::string printable(const std::string& text, std::size_t max = 200) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+      out += fmt::format("\\u{:04x}", next);
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return base::excerpt(out, max);
+}
+
+// JSON text with no raw control character: nlohmann escapes U+0000-U+001F; DEL and the C1
+// controls (inside strings, the only place they can be) as \u escapes too.
+std::string json_out(const json& j) {
+  const std::string text = viz::json_text(j);
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == 0x7f) {
+      out += "\\u007f";
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+      out += fmt::format("\\u{:04x}", next);
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 std::string text_report(const search::SearchResult& r) {
-  const std::string u = r.time_unit;
   std::size_t finished = 0, fit = 0;
   for (const auto& c : r.candidates) {
     finished += c.finished;
     fit += r.within_limit(c);
   }
+  const std::string u = printable(r.time_unit, 20);
   std::string out = fmt::format(
       "search {}: P={} M={}, memory limit {} per rank ({}), {} semantics\n"
       "  {} candidates: {} finished, {} within the limit{}\n\n",
-      base::excerpt(r.name, 120), r.ranks, r.microbatches, gb(r.memory_limit), r.limit_from,
-      r.semantics, r.candidates.size(), finished, fit,
+      printable(r.name, 120), r.ranks, r.microbatches, gb(r.memory_limit), printable(r.limit_from),
+      printable(r.semantics), r.candidates.size(), finished, fit,
       r.shard.count > 1 ? fmt::format(" (shard {}/{})", r.shard.index, r.shard.count) : "");
   if (r.best) {
     const auto& b = r.candidates[*r.best];
@@ -53,12 +92,16 @@ std::string text_report(const search::SearchResult& r) {
         rank = static_cast<int>(i);
         break;
       }
-    out += fmt::format("best: {}\n", b.schedule);
+    out += fmt::format("best: {}\n", printable(b.schedule));
     out += fmt::format(
         "  makespan {:.6g} {}, bubble {:.4f}, peak {} (rank {}); lower bound {:.6g} {} (gap "
         "{:.1f}%)\n\n",
         b.makespan, u, b.bubble_fraction, gb(b.peak()), rank, r.lower_bound, u,
         r.lower_bound > 0 ? std::max(0.0, b.makespan / r.lower_bound - 1) * 100 : 0.0);
+    if (r.written != r.best)
+      out += fmt::format(
+          "  not expressible in the format: {}\n  written (-o): {}\n\n", printable(b.inexpressible),
+          r.written ? printable(r.candidates[*r.written].schedule) : "none within the limit");
   } else {
     out += "best: none finished within the limit\n\n";
   }
@@ -67,36 +110,24 @@ std::string text_report(const search::SearchResult& r) {
                      "schedule / verdict");
   for (const std::size_t i : search::best_per_family(r)) {
     const auto& c = r.candidates[i];
-    const std::string& f = c.family;
+    const std::string f = printable(c.family, 40);
     if (!c.finished) {
       out += fmt::format("  {:<16} {:>12} {:>7} {:>10}  {}\n", f, "-", "-", "-",
-                         base::excerpt(c.verdict, 70));
+                         printable(c.verdict, 70));
       continue;
     }
-    out +=
-        fmt::format("  {:<16} {:>12.6g} {:>7.4f} {:>10}  {}{}\n", f, c.makespan, c.bubble_fraction,
-                    gb(c.peak()), c.schedule, r.within_limit(c) ? "" : "  (over the limit)");
+    out += fmt::format("  {:<16} {:>12.6g} {:>7.4f} {:>10}  {}{}\n", f, c.makespan,
+                       c.bubble_fraction, gb(c.peak()), printable(c.schedule),
+                       r.within_limit(c) ? "" : "  (over the limit)");
   }
+  if (r.cut_short) out += "\n(cut short by --time-limit: some candidates were not run)\n";
   out += "\npareto front (peak memory against makespan):\n";
   for (std::size_t i : r.pareto) {
     const auto& c = r.candidates[i];
-    out += fmt::format("  {:>10} {:>12.6g} {}  {}{}\n", gb(c.peak()), c.makespan, u, c.schedule,
-                       r.within_limit(c) ? "" : "  (over the limit)");
+    out += fmt::format("  {:>10} {:>12.6g} {}  {}{}\n", gb(c.peak()), c.makespan, u,
+                       printable(c.schedule), r.within_limit(c) ? "" : "  (over the limit)");
   }
   return out;
-}
-
-// The best as a runnable config: a constructed one as built (compute op lists and the comm style
-// that lowers them), a family's as its lowered op lists, which run as written.
-json runnable(const search::Candidate& best) {
-  json j = best.config;
-  if (best.family == "constructed") return j;
-  j["schedule"] = {{"kind", "custom"}, {"ops", best.ops}};
-  if (j.contains("comm") && j["comm"].is_object())
-    for (const char* key :
-         {"style", "prefetch", "overlap_p2p_comm", "parity_batches", "merge_bw", "runtime"})
-      j["comm"].erase(key);
-  return j;
 }
 
 // `-o -`: stdout, as an empty name.
@@ -104,22 +135,55 @@ std::string output_of(const std::string& path) {
   return path == "-" ? std::string() : path;
 }
 
+// The winner's files: opened before the search (a bad path fails at once), published together.
+struct SearchFiles {
+  base::OutputSet set;
+  base::OutputFile *output = nullptr, *report = nullptr;
+};
+
+void open_files(const SearchCliOptions& o, SearchFiles& files) {
+  if (!output_of(o.output).empty()) files.output = &files.set.add("--output", o.output);
+  if (!o.report_file.empty()) files.report = &files.set.add("--report", o.report_file);
+}
+
+// `text` to -o's file, or to stdout for `-o -`.
+void put(SearchFiles& files, const std::string& text) {
+  if (files.output)
+    files.output->stream() << text;
+  else
+    std::cout << text;
+}
+
 void write_outputs(const search::SearchResult& r, const SearchCliOptions& o,
-                   const CommonOptions& common) {
+                   const CommonOptions& common, SearchFiles& files) {
   if (o.output.empty() && o.report_file.empty()) return;
   if (!r.best)
     throw UsageError(fmt::format("{}: nothing finished within the limit: no winner to write",
                                  o.output.empty() ? "--report" : "-o"));
   const auto& best = r.candidates[*r.best];
-  const config::Config winner = config::parse_config(runnable(best), r.source + " (winner)");
+  const config::ResourceLimits limits{common.max_memory, config::Workload::run};
+  // Each form checked to run to the candidate's makespan and peaks (search::winner_config).
+  const json runnable = search::winner_config(r, best, limits);
+  const config::Config winner = config::parse_config(runnable, r.source + " (winner)");
   if (!o.output.empty()) {
     if (o.format == "torch-csv") {
-      const config::Prepared p =
-          config::prepare(winner, {common.max_memory, config::Workload::program});
-      write_out(schedules::write_torch_csv(*p.program, schedules::TorchCsvForm::compute_only),
-                output_of(o.output));
+      // A CSV cannot hold every schedule (DualPipe's two routes): the fastest one it can.
+      if (!r.written)
+        throw UsageError(
+            fmt::format("-o: no candidate within the limit can be written as a "
+                        "PyTorch CSV (the best: {})",
+                        printable(best.inexpressible)));
+      const auto& w = r.candidates[*r.written];
+      if (r.written != r.best)
+        std::cerr << fmt::format(
+            "ppsim: note: -o: the best, {} ({:.6g} {}), cannot be a PyTorch CSV: {}; writing {} "
+            "({:.6g} {}), the fastest that can\n",
+            printable(best.schedule), best.makespan, printable(r.time_unit, 20),
+            printable(best.inexpressible), printable(w.schedule), w.makespan,
+            printable(r.time_unit, 20));
+      put(files, search::winner_csv(w, limits));
     } else {
-      write_out(viz::json_text(runnable(best)) + "\n", output_of(o.output));
+      put(files, json_out(runnable) + "\n");
     }
   }
   if (!o.report_file.empty()) {
@@ -135,10 +199,9 @@ void write_outputs(const search::SearchResult& r, const SearchCliOptions& o,
           {c.schedule, c.peak(), c.makespan, r.within_limit(c), front, r.best && *r.best == i});
     }
     ho.memory_limit = r.memory_limit;
-    base::OutputFile out(o.report_file);
-    viz::write_html_report(out.stream(), runs, ho);
-    out.commit();
+    viz::write_html_report(files.report->stream(), runs, ho);
   }
+  files.set.commit();  // both, or neither
 }
 
 // `compare --shard` outputs joined: each shard once, every point once, rows in point order.
@@ -147,6 +210,7 @@ json merge_compare(const std::vector<json>& docs, const std::vector<std::string>
   int points = -1;
   std::vector<json> rows;
   std::vector<bool> shard_seen, point_seen;
+  std::string first_digest;
   for (std::size_t f = 0; f < docs.size(); ++f) {
     config::Reader r(docs[f], files[f], "");
     const json* shard = r.get("compare_shard");
@@ -157,6 +221,12 @@ json merge_compare(const std::vector<json>& docs, const std::vector<std::string>
     const int index = sr.integer("index", 0, 0, true);
     const int n = sr.integer("count", 0, 1, true);
     const int p = sr.integer("points", 0, 0, true);
+    const json* digest_value = sr.get("digest");
+    if (!digest_value || !digest_value->is_string())
+      sr.fail("digest",
+              "is required: the digest of the compare's input, as `compare --shard` "
+              "writes it");
+    const std::string digest = digest_value->get<std::string>();
     sr.reject_unknown();
     if (n > search::kMaxShards) sr.fail("count", "expected at most 1000000 shards");
     if (p > 1'000'000) sr.fail("points", "expected at most 1000000 points");
@@ -167,6 +237,13 @@ json merge_compare(const std::vector<json>& docs, const std::vector<std::string>
       point_seen.assign(static_cast<std::size_t>(p), false);
       rows.assign(static_cast<std::size_t>(p), json());
     }
+    if (f == 0) first_digest = digest;
+    // Another config, --set or sweep is another compare, whatever its shape.
+    if (digest != first_digest)
+      sr.fail("digest", fmt::format("is not a shard of the same compare as {}: its input differs "
+                                    "(digest {}, not {})",
+                                    files.front(), base::excerpt(digest, 20),
+                                    base::excerpt(first_digest, 20)));
     if (n != count || p != points || index >= n)
       sr.fail("count",
               fmt::format("is not a shard of the same compare as {} ({} points in {} shards)",
@@ -205,7 +282,7 @@ json merge_compare(const std::vector<json>& docs, const std::vector<std::string>
 
 void print(const search::SearchResult& r, bool as_json) {
   if (as_json)
-    std::cout << viz::json_text(search::to_json(r)) << "\n";
+    std::cout << json_out(search::to_json(r)) << "\n";
   else
     std::cout << text_report(r);
 }
@@ -259,8 +336,10 @@ int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonO
                                    base::excerpt(o.format, 40)));
     if (o.format != "config" && o.output.empty())
       throw UsageError("--format goes with -o FILE (the winner's file)");
-    refuse_input_as_output("--output", o.output, path);
-    refuse_input_as_output("--report", o.report_file, path);
+    // `-o -` is stdout: refused with --json, which prints its own document there.
+    const NamedOutputs named{{"--output", o.output == "-" ? "/dev/stdout" : o.output},
+                             {"--report", o.report_file}};
+    refuse_clashes(named, {path}, o.json);
     if (!o.shard.empty()) {
       const auto [index, count] = parse_shard(o.shard);
       so.shard = {index, count};
@@ -269,6 +348,7 @@ int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonO
       throw UsageError("--mpi and --shard: the processes are the shards");
     so.time_limit = o.time_limit;
     so.seed = o.seed;
+    so.format = o.format == "torch-csv" ? search::Format::torch_csv : search::Format::config;
     so.limits = {common.max_memory, config::Workload::run};
     // A PyTorch CSV runs under PyTorch's runtime, on NCCL: the winner is chosen as it will run
     // there (and as `ppsim import` of the CSV runs it).
@@ -278,6 +358,9 @@ int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonO
       overrides.push_back("comm.semantics=nccl");
     }
     const config::Config cfg = config::load_config(path, overrides);
+    refuse_clashes(named, read_files(cfg));  // and the CSV the config reads
+    SearchFiles files;
+    if (!o.mpi) open_files(o, files);
     Progress progress("searching", 1);
     so.progress = [&](std::size_t i, std::size_t n, const std::string& label) {
       progress.phase("searching", n);
@@ -286,7 +369,7 @@ int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonO
     if (!o.mpi) {
       const search::SearchResult r = search::search(cfg, so);
       progress.finish();
-      write_outputs(r, o, common);
+      write_outputs(r, o, common, files);
       print(r, o.json);
       return kOk;
     }
@@ -299,6 +382,12 @@ int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonO
       throw UsageError(fmt::format("--mpi: {}", e.what()));
     }
     so.shard = {world->process(), world->processes()};
+    if (world->process() == 0) try {  // process 0 writes: its paths are checked before the search
+        open_files(o, files);
+      } catch (const base::OutputError& e) {
+        std::cerr << "ppsim: error: " << e.what() << "\n";
+        world->abort(kBadInput);  // the others would wait in the gather
+      }
     std::string mine;
     try {
       mine = search::to_json(search::search(cfg, so)).dump();
@@ -315,7 +404,7 @@ int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonO
     for (std::size_t i = 0; i < parts.size(); ++i)
       results.push_back(search::from_json(json::parse(parts[i]), fmt::format("process {}", i)));
     const search::SearchResult r = search::merge(results);
-    write_outputs(r, o, common);
+    write_outputs(r, o, common, files);
     print(r, o.json);
     return kOk;
   });
@@ -349,7 +438,7 @@ int cmd_merge(const std::vector<std::string>& files, bool as_json, const std::st
       const json merged = merge_compare(docs, files);
       bool all_ok = true;
       for (const auto& row : merged) all_ok = all_ok && row["ok"].get<bool>();
-      write_out(viz::json_text(merged) + "\n", output_of(output));
+      write_out(json_out(merged) + "\n", output_of(output));
       return all_ok ? kOk : kWrong;
     }
     std::vector<search::SearchResult> parts;
@@ -357,7 +446,7 @@ int cmd_merge(const std::vector<std::string>& files, bool as_json, const std::st
       parts.push_back(search::from_json(docs[i], files[i]));
     const search::SearchResult r = search::merge(parts);
     if (!output.empty()) {
-      write_out(viz::json_text(search::to_json(r)) + "\n", output_of(output));
+      write_out(json_out(search::to_json(r)) + "\n", output_of(output));
       return kOk;
     }
     print(r, as_json);

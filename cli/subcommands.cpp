@@ -59,18 +59,20 @@ Subcommand add_run(CLI::App& app, CommonOptions& common) {
                 "(not with --json)");
   run->add_flag("--no-color", a->out.no_color,
                 "no ANSI colours in --timeline (default: colours when stdout is a terminal)");
-  run->add_option("--calibration", common.calibration,
-                  "measured costs: `import-profile -o` or `real --calibrate --json` output")
-      ->type_name("FILE");
+  auto* calibration =
+      run->add_option("--calibration", common.calibration,
+                      "measured costs: `import-profile -o` or `real --calibrate --json` output")
+          ->type_name("FILE");
   add_set(run, common);
   Subcommand s{run, [a, &common] { return cmd_run(a->config, a->out, common); }};
-  s.misuse = [a, trace, svg] {
+  s.misuse = [a, trace, svg, calibration, &common] {
     if (a->out.json && a->out.timeline)
       return std::string("--json excludes --timeline\nRun with --help for more information.");
-    return empty_file({{trace, &a->out.trace_file}, {svg, &a->out.svg_file}});
+    return empty_file(
+        {{trace, &a->out.trace_file}, {svg, &a->out.svg_file}, {calibration, &common.calibration}});
   };
   s.outputs = [a] { return Files{{"--svg", a->out.svg_file}, {"--trace", a->out.trace_file}}; };
-  s.inputs = [a] { return std::vector<std::string>{a->config}; };
+  s.inputs = [a, &common] { return std::vector<std::string>{a->config, common.calibration}; };
   return s;
 }
 
@@ -146,13 +148,17 @@ Subcommand add_model(CLI::App& app, CommonOptions& common) {
   model->add_option("config", a->config, "JSON config file with model and hardware sections")
       ->required();
   model->add_flag("--json", a->json, "print one JSON object");
-  model
-      ->add_option("--calibration", a->calibration,
-                   "measured costs to set against the derived ones: the calibrated fragment "
-                   "of `ppsim real --calibrate --json` (or its whole output)")
-      ->type_name("FILE");
+  auto* calibration =
+      model
+          ->add_option("--calibration", a->calibration,
+                       "measured costs to set against the derived ones: the calibrated fragment "
+                       "of `ppsim real --calibrate --json` (or its whole output)")
+          ->type_name("FILE");
   add_set(model, common);
-  return {model, [a, &common] { return cmd_model(a->config, a->json, a->calibration, common); }};
+  Subcommand s{model,
+               [a, &common] { return cmd_model(a->config, a->json, a->calibration, common); }};
+  s.misuse = [a, calibration] { return empty_file({{calibration, &a->calibration}}); };
+  return s;
 }
 
 Subcommand add_import_profile(CLI::App& app) {
@@ -165,20 +171,44 @@ Subcommand add_import_profile(CLI::App& app) {
       "import-profile", "read PyTorch profiler traces of a pipeline run: its order and its costs");
   sub->add_option("traces", a->traces, "Kineto traces (.json, .json.gz), one per rank")->required();
   sub->add_flag("--json", a->o.json, "print one JSON object");
-  sub->add_option("-o,--output", a->o.output, "write the calibrated fragment (for --calibration)")
-      ->type_name("FILE");
+  auto* output = sub->add_option("-o,--output", a->o.output,
+                                 "write the calibrated fragment (for --calibration)")
+                     ->type_name("FILE");
   sub->add_option("--step", a->o.step, "use ProfilerStep#N (default the last)")->type_name("N");
-  sub->add_option("--map", a->o.map_file,
-                  "regular expressions for other frameworks' range names (docs/PROFILES.md)")
-      ->type_name("FILE");
-  sub->add_option("--report", a->o.report_file,
-                  "HTML report: the measured run beside its replay with the measured costs")
-      ->type_name("FILE");
-  sub->add_option("--trace", a->o.trace_file,
-                  "trace of the measured run and its replay: " + viz::trace_formats_help())
-      ->type_name("FILE");
-  sub->add_option("--svg", a->o.svg_file, "SVG timeline of the measured run")->type_name("FILE");
-  return {sub, [a] { return cmd_import_profile(a->traces, a->o); }};
+  auto* map = sub->add_option("--map", a->o.map_file,
+                              "regular expressions for other frameworks' range names "
+                              "(docs/PROFILES.md)")
+                  ->type_name("FILE");
+  auto* report =
+      sub->add_option("--report", a->o.report_file,
+                      "HTML report: the measured run beside its replay with the measured costs")
+          ->type_name("FILE");
+  auto* trace =
+      sub->add_option("--trace", a->o.trace_file,
+                      "trace of the measured run and its replay: " + viz::trace_formats_help())
+          ->type_name("FILE");
+  auto* svg = sub->add_option("--svg", a->o.svg_file, "SVG timeline of the measured run")
+                  ->type_name("FILE");
+  Subcommand s{sub, [a] { return cmd_import_profile(a->traces, a->o); }};
+  s.misuse = [a, output, map, report, trace, svg] {
+    return empty_file({{output, &a->o.output},
+                       {map, &a->o.map_file},
+                       {report, &a->o.report_file},
+                       {trace, &a->o.trace_file},
+                       {svg, &a->o.svg_file}});
+  };
+  s.outputs = [a] {
+    return Files{{"--output", a->o.output},
+                 {"--report", a->o.report_file},
+                 {"--trace", a->o.trace_file},
+                 {"--svg", a->o.svg_file}};
+  };
+  s.inputs = [a] {
+    std::vector<std::string> in = a->traces;
+    in.push_back(a->o.map_file);
+    return in;
+  };
+  return s;
 }
 
 Subcommand add_search(CLI::App& app, CommonOptions& common) {
@@ -203,15 +233,24 @@ Subcommand add_search(CLI::App& app, CommonOptions& common) {
   sub->add_flag("--mpi", a->o.mpi,
                 "under mpirun: each process searches a shard, process 0 prints the whole");
   sub->add_flag("--json", a->o.json, "print one JSON object");
-  sub->add_option("-o,--output", a->o.output,
-                  "write the winner: a runnable config, or a CSV with --format torch-csv")
-      ->type_name("FILE");
+  auto* output =
+      sub->add_option("-o,--output", a->o.output,
+                      "write the winner: a runnable config, or a CSV with --format torch-csv "
+                      "(- for stdout)")
+          ->type_name("FILE");
   sub->add_option("--format", a->o.format, "config (default) or torch-csv");
-  sub->add_option("--report", a->o.report_file,
-                  "HTML report: the Pareto chart and the winner's timeline")
-      ->type_name("FILE");
+  auto* report = sub->add_option("--report", a->o.report_file,
+                                 "HTML report: the Pareto chart and the winner's timeline")
+                     ->type_name("FILE");
   add_set(sub, common);
   Subcommand s{sub, [a, &common] { return cmd_search(a->config, a->o, common); }};
+  s.misuse = [a, output, report] {
+    if (a->o.output == "-" && a->o.json)
+      return std::string(
+          "--output - and --json: both print a document on standard output; write the winner "
+          "to a file, or leave out --json");
+    return empty_file({{output, &a->o.output}, {report, &a->o.report_file}});
+  };
   s.outputs = [a] { return Files{{"--output", a->o.output}, {"--report", a->o.report_file}}; };
   s.inputs = [a] { return std::vector<std::string>{a->config}; };
   return s;
@@ -227,8 +266,10 @@ Subcommand add_merge(CLI::App& app) {
   auto* sub = app.add_subcommand("merge", "join the JSON results of `ppsim search --shard` runs");
   sub->add_option("results", a->files, "JSON files, one per shard")->required();
   sub->add_flag("--json", a->json, "print one JSON object");
-  sub->add_option("-o,--output", a->output, "write the merged JSON here")->type_name("FILE");
+  auto* output =
+      sub->add_option("-o,--output", a->output, "write the merged JSON here")->type_name("FILE");
   Subcommand s{sub, [a] { return cmd_merge(a->files, a->json, a->output); }};
+  s.misuse = [a, output] { return empty_file({{output, &a->output}}); };
   s.outputs = [a] { return Files{{"--output", a->output}}; };
   s.inputs = [a] { return a->files; };
   return s;
@@ -269,19 +310,24 @@ Subcommand add_real(CLI::App& app, CommonOptions& common) {
   sub->add_flag("--json", o.json, "print one JSON object");
   sub->add_flag("--calibrate", o.calibrate,
                 "replay with per-op durations measured in the run before comparing");
-  sub->add_option("--profile-trace", o.profile_dir,
-                  "also write the measured run as PyTorch profiler (Kineto) traces, one per rank")
-      ->type_name("DIR");
-  sub->add_option("--calibration", common.calibration,
-                  "predict with measured costs (of another run, another schedule too)")
-      ->type_name("FILE");
+  auto* profile = sub->add_option("--profile-trace", o.profile_dir,
+                                  "also write the measured run as PyTorch profiler (Kineto) "
+                                  "traces, one per rank, replacing an earlier run's")
+                      ->type_name("DIR");
+  auto* calibration =
+      sub->add_option("--calibration", common.calibration,
+                      "predict with measured costs (of another run, another schedule too)")
+          ->type_name("FILE");
   add_set(sub, common);
   Subcommand s{sub, [a, &common] { return cmd_real(a->config, a->o, common); }};
-  s.misuse = [a, trace, report] {
-    return empty_file({{trace, &a->o.trace_file}, {report, &a->o.report_file}});
+  s.misuse = [a, trace, report, profile, calibration, &common] {
+    return empty_file({{trace, &a->o.trace_file},
+                       {report, &a->o.report_file},
+                       {profile, &a->o.profile_dir},
+                       {calibration, &common.calibration}});
   };
   s.outputs = [a] { return Files{{"--report", a->o.report_file}, {"--trace", a->o.trace_file}}; };
-  s.inputs = [a] { return std::vector<std::string>{a->config}; };
+  s.inputs = [a, &common] { return std::vector<std::string>{a->config, common.calibration}; };
   return s;
 }
 
@@ -329,11 +375,12 @@ Subcommand add_import(CLI::App& app, CommonOptions& common) {
       "import", "read a PyTorch pipelining schedule CSV, print a ppsim config for it");
   imp->add_option("csv", a->csv, "PyTorch schedule CSV (compute_only or compute_comms)")
       ->required();
-  imp->add_option("-o,--output", a->o.output, "write the config to this file");
+  auto* output = imp->add_option("-o,--output", a->o.output, "write the config to this file");
   imp->add_flag("--custom", a->o.custom,
                 "write the lowered op lists as a custom schedule instead of the CSV's rows");
   add_set(imp, common);
   Subcommand s{imp, [a, &common] { return cmd_import(a->csv, a->o, common); }};
+  s.misuse = [a, output] { return empty_file({{output, &a->o.output}}); };
   s.outputs = [a] { return Files{{"--output", a->o.output}}; };
   s.inputs = [a] { return std::vector<std::string>{a->csv}; };
   return s;
@@ -354,9 +401,12 @@ Subcommand add_report(CLI::App& app, CommonOptions& common) {
   add_sweep(report, a->sweep, "sweep: microbatch counts, e.g. 8,16,32,64 (adds the bubble chart)",
             "sweep: chunks per rank, e.g. 2,4");
   add_set(report, common);
-  // -o against its inputs: cmd_report.
-  return {report,
-          [a, &common] { return cmd_report(a->configs, a->file, a->title, a->sweep, common); }};
+  // (cmd_report also checks -o against the CSVs the configs read.)
+  Subcommand s{
+      report, [a, &common] { return cmd_report(a->configs, a->file, a->title, a->sweep, common); }};
+  s.outputs = [a] { return Files{{"-o", a->file}}; };
+  s.inputs = [a] { return a->configs; };
+  return s;
 }
 
 }  // namespace

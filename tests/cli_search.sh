@@ -118,7 +118,79 @@ expect 0 search "$zb" --memory-limit 1MB
 has "none finished within the limit"
 expect 2 search "$zb" --memory-limit 1MB -o "$tmp/none.json"
 [ ! -e "$tmp/none.json" ] && good "nothing written" || bad "wrote none.json"
-# A model config: the limit defaults to the GPU's memory.
+# A model config: the limit defaults to the GPU's memory, and is at most that.
 expect 0 search "$SRC/configs/models/llama3-8b.json"
 has "(hardware.memory_bytes)"
+expect 2 search "$SRC/configs/models/llama3-8b.json" --set model.recompute=none --memory-limit 250GB -o "$tmp/big.json"
+has "hardware.memory_bytes"
+has "--memory-limit"
+[ ! -e "$tmp/big.json" ] && good "nothing written" || bad "wrote big.json"
+
+# Winners of every kind written and run again: DualPipe (routes), uneven layers per stage, and
+# a PyTorch CSV that cannot hold the best (the fastest it can, said on stderr).
+for model in llama3-8b gpt-1.5b-zb; do
+  expect 0 search "$SRC/configs/models/$model.json" --json -o "$tmp/$model-w.json"
+  cp "$out" "$tmp/$model-s.json"
+  expect 0 run "$tmp/$model-w.json" --json
+  python3 - "$out" "$tmp/$model-s.json" "$model" <<'PY' || fail=$((fail + 1))
+import json, sys
+run, found = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+b = found["best"]
+assert run["ok"] and run["makespan"] == b["makespan"], (run["makespan"], b["makespan"])
+print("ok:", sys.argv[3], "winner", b["schedule"], "runs to the best's makespan")
+PY
+done
+"$PPSIM" search "$SRC/configs/models/llama3-8b.json" --format torch-csv -o "$tmp/l.csv" --json \
+  >"$tmp/l-s.json" 2>"$out" && good "search --format torch-csv" || bad "search --format torch-csv"
+has "cannot be a PyTorch CSV"
+python3 - "$tmp/l-s.json" "$tmp/l.csv" "$tmp/l-csv.json" <<'PY' || fail=$((fail + 1))
+import json, sys
+found = json.load(open(sys.argv[1]))
+w = found["written"]
+assert found["best"]["family"] == "dualpipe" and w["candidate"] != found["best"]["candidate"], w
+cfg = w["config"]
+cfg["schedule"] = {"kind": "torch-csv", "file": sys.argv[2]}
+for k in ("style", "prefetch"):
+    cfg["comm"].pop(k, None)
+json.dump(cfg, open(sys.argv[3], "w"))
+PY
+expect 0 run "$tmp/l-csv.json" --json
+python3 - "$out" "$tmp/l-s.json" <<'PY' || fail=$((fail + 1))
+import json, sys
+run, found = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+want = found["candidates"][found["written"]["candidate"]]["makespan"]
+assert run["ok"] and run["makespan"] == want, (run["makespan"], want)
+print("ok: the CSV written instead runs to its candidate's makespan")
+PY
+
+# Shards of different inputs: exit 2 naming the shard's file; control characters escaped.
+expect 0 search "$zb" --memory-limit 4GB --shard 1/3 --set costs.forward=5 --json
+cp "$out" "$tmp/other1.json"
+expect 2 merge "$tmp/s0.json" "$tmp/other1.json" "$tmp/s2.json"
+has "other1.json"
+has "'digest'"
+expect 2 merge "$tmp/s0.json" "$tmp/s1.json"
+has "s0.json"
+for i in 0 1; do
+  expect 0 compare "$SRC/configs/$([ $i = 0 ] && echo 1f1b || echo gpipe).json" --shard $i/2 --json
+  cp "$out" "$tmp/cd$i.json"
+done
+expect 2 merge "$tmp/cd0.json" "$tmp/cd1.json"
+has "cd1.json"
+has "digest"
+python3 - "$tmp/whole.json" "$tmp/ctl.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["name"] = "x\u001b[31m\u007f\u0085y"
+j["candidates"][0]["verdict"] = "v\u001b]0;t\u0007\u009b"
+json.dump(j, open(sys.argv[2], "w"))
+PY
+for form in "" --json; do
+  expect 0 merge "$tmp/ctl.json" $form
+  python3 - "$out" <<'PY' && good "merge ${form:-text}: no raw control characters" || bad "merge ${form:-text}: raw control characters"
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+sys.exit(1 if re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text) else 0)
+PY
+done
 finish

@@ -296,3 +296,91 @@ TEST_CASE("output_file.fdstreambuf_writes_past_page_cache") {
     CHECK(got == all);
   }
 }
+
+TEST_CASE("output_file.outputset_publishes_all_together") {
+  // OutputSet: nothing appears before commit, every file appears at commit, no temporary left
+  TempDir dir;
+  std::ofstream(dir.path / "b.txt") << "old b";
+  {
+    ppsim::base::OutputSet set;
+    set.add("--one", (dir.path / "a.txt").string()).stream() << "new a";
+    set.add("--two", (dir.path / "b.txt").string()).stream() << "new b";
+    CHECK(!fs::exists(dir.path / "a.txt"));
+    CHECK(slurp(dir.path / "b.txt") == "old b");
+    set.commit();
+    CHECK(set.empty());
+  }
+  CHECK(slurp(dir.path / "a.txt") == "new a");
+  CHECK(slurp(dir.path / "b.txt") == "new b");
+  CHECK(dir.entries() == 2);
+}
+
+TEST_CASE("output_file.outputset_bad_path_abandons_the_others") {
+  // A path that cannot be opened fails at add(), naming its option, and drops what was opened
+  TempDir dir;
+  std::ofstream(dir.path / "a.txt") << "old a";
+  ppsim::base::OutputSet set;
+  set.add("-o", (dir.path / "a.txt").string()).stream() << "new a";
+  CHECK_THROWS_WITH(set.add("--report", (dir.path / "no" / "r.html").string()),
+                    Catch::StartsWith("--report " + (dir.path / "no" / "r.html").string() + ": ") &&
+                        Catch::Contains("No such file or directory"));
+  CHECK(set.empty());
+  CHECK(slurp(dir.path / "a.txt") == "old a");
+  CHECK(dir.entries() == 1);  // no .ppsim-XXXXXX
+}
+
+TEST_CASE("output_file.outputset_full_device_publishes_none") {
+  // A device that fails at commit (here /dev/full) leaves every file as it was, whatever the order
+  if (!fs::exists("/dev/full")) return;
+  TempDir dir;
+  std::ofstream(dir.path / "a.txt") << "old a";
+  for (const bool device_first : {true, false}) {
+    ppsim::base::OutputSet set;
+    if (device_first) set.add("--report", "/dev/full").stream() << "report";
+    set.add("-o", (dir.path / "a.txt").string()).stream() << "new a";
+    set.add("--svg", (dir.path / "n.svg").string()).stream() << "svg";
+    if (!device_first) set.add("--report", "/dev/full").stream() << "report";
+    CHECK_THROWS_WITH(set.commit(), Catch::StartsWith("--report /dev/full: ") &&
+                                        Catch::Contains("No space left on device"));
+    CHECK(slurp(dir.path / "a.txt") == "old a");
+    CHECK(!fs::exists(dir.path / "n.svg"));
+    CHECK(dir.entries() == 1);
+  }
+}
+
+TEST_CASE("output_file.outputset_holds_many_finished_files") {
+  // Finished outputs keep a name, not a descriptor: 1100 files (more than a default descriptor
+  // limit of 1024) are published together, and abandoning them instead removes every temporary
+  TempDir dir;
+  for (const bool publish : {false, true}) {
+    ppsim::base::OutputSet set;
+    for (int i = 0; i < 1100; ++i) {
+      OutputFile& f =
+          set.add("--profile-trace", (dir.path / ("rank" + std::to_string(i))).string());
+      f.stream() << i;
+      f.finish();
+      CHECK(f.finished());
+    }
+    CHECK(dir.entries() == 1100u);  // the temporaries
+    if (publish)
+      set.commit();
+    else
+      set.abandon();
+    CHECK(dir.entries() == (publish ? 1100u : 0u));
+  }
+  CHECK(slurp(dir.path / "rank1099") == "1099");
+}
+
+TEST_CASE("output_file.outputset_skips_abandoned_file") {
+  // A file given up on inside a set (an invalid run's trace) is neither written nor an error
+  TempDir dir;
+  ppsim::base::OutputSet set;
+  OutputFile& a = set.add("--trace", (dir.path / "t.json").string());
+  set.add("--svg", (dir.path / "t.svg").string()).stream() << "svg";
+  a.abandon();
+  CHECK(a.abandoned());
+  set.commit();
+  CHECK(!fs::exists(dir.path / "t.json"));
+  CHECK(slurp(dir.path / "t.svg") == "svg");
+  CHECK(dir.entries() == 1);
+}

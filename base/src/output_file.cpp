@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -25,17 +27,27 @@ std::string reason(int err) {
   return std::strerror(err);
 }
 
-// Temporaries that a signal handler must remove. Fixed storage: the handler may only read memory
-// and call async-signal-safe functions (unlink, signal, raise).
-constexpr int kSlots = 8;
-char g_temp_path[kSlots][PATH_MAX];
-volatile std::sig_atomic_t g_temp_used[kSlots] = {};
+// Temporaries that a signal handler must remove. The handler may only read memory and call
+// async-signal-safe functions (unlink, signal, raise), and may run on any thread: slots live in
+// chunks that are allocated once (zeroed) and never freed or moved, published by an atomic
+// pointer, so the handler sees a chunk whole or not at all. 32 x 64 slots: a `real
+// --profile-trace` of 1024 ranks holds a temporary per rank until all are published.
+constexpr int kChunkSlots = 64, kChunks = 32;
+struct TempChunk {
+  char path[kChunkSlots][PATH_MAX];
+  volatile std::sig_atomic_t used[kChunkSlots];
+};
+std::atomic<TempChunk*> g_chunks[kChunks] = {};
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 bool g_handlers_installed = false;
 
 extern "C" void remove_temporaries_and_die(int sig) {
-  for (int i = 0; i < kSlots; ++i)
-    if (g_temp_used[i]) ::unlink(g_temp_path[i]);
+  for (auto& slot : g_chunks) {
+    TempChunk* c = slot.load(std::memory_order_acquire);
+    if (c == nullptr) break;
+    for (int i = 0; i < kChunkSlots; ++i)
+      if (c->used[i]) ::unlink(c->path[i]);
+  }
   // SA_RESETHAND restored the default action; the signal stays blocked until we return, then
   // kills us, so the parent sees "killed by SIGINT" (a shell reports 128 + N: 130, 143, 129).
   ::raise(sig);
@@ -75,18 +87,30 @@ class SignalBlock {
 
 int register_temp(const std::string& path) {  // call with signals blocked
   if (path.size() >= PATH_MAX) return -1;
-  for (int i = 0; i < kSlots; ++i) {
-    if (g_temp_used[i]) continue;
-    std::memcpy(g_temp_path[i], path.c_str(), path.size() + 1);
-    g_temp_used[i] = 1;
-    return i;
+  for (auto& slot : g_chunks) {
+    TempChunk* c = slot.load(std::memory_order_acquire);
+    if (c == nullptr) {  // zeroed pages: only the slots written are ever touched
+      c = static_cast<TempChunk*>(std::calloc(1, sizeof(TempChunk)));
+      if (c == nullptr) return -1;
+      slot.store(c, std::memory_order_release);
+    }
+    for (int i = 0; i < kChunkSlots; ++i) {
+      if (c->used[i]) continue;
+      std::memcpy(c->path[i], path.c_str(), path.size() + 1);
+      c->used[i] = 1;
+      return i;
+    }
   }
   return -1;
 }
 
 void unregister_temp(const std::string& path) {  // call with signals blocked
-  for (int i = 0; i < kSlots; ++i)
-    if (g_temp_used[i] && path == g_temp_path[i]) g_temp_used[i] = 0;
+  for (auto& slot : g_chunks) {
+    TempChunk* c = slot.load(std::memory_order_acquire);
+    if (c == nullptr) break;
+    for (int i = 0; i < kChunkSlots; ++i)
+      if (c->used[i] && path == c->path[i]) c->used[i] = 0;
+  }
 }
 
 std::string parent_dir(const std::string& path) {
@@ -333,8 +357,8 @@ int descriptor_of(const std::string& path) {
   if (path == "/dev/stdin") return 0;
   if (path == "/dev/stdout") return 1;
   if (path == "/dev/stderr") return 2;
-  for (const std::string prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
-                                   fmt::format("/proc/{}/fd/", ::getpid())}) {
+  for (const std::string& prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"),
+                                    fmt::format("/proc/{}/fd/", ::getpid())}) {
     if (!path.starts_with(prefix) || path.size() == prefix.size() ||
         path.size() > prefix.size() + 9)
       continue;
@@ -445,6 +469,7 @@ void OutputFile::close_fd() {
 void OutputFile::abandon() {
   if (done_) return;
   done_ = true;
+  finished_ = false;
   if (buf_) buf_->set_error(ECANCELED);  // nothing buffered goes out, not even into a FIFO
   stream_.reset();
   buf_.reset();
@@ -457,7 +482,12 @@ void OutputFile::abandon() {
 }
 
 void OutputFile::commit() {
-  if (done_) throw OutputError(fmt::format("{}: already written", path_));
+  finish();
+  publish();
+}
+
+void OutputFile::finish() {
+  if (done_ || finished_) throw OutputError(fmt::format("{}: already written", path_));
   auto fail = [&](const std::string& what, int err) {
     abandon();
     throw OutputError(fmt::format("{}: {}: {}", path_, what, reason(err)));
@@ -465,7 +495,7 @@ void OutputFile::commit() {
   stream_->flush();
   if (!buf_->flush_all() || buf_->error() != 0) fail("writing failed", buf_->error());
   if (mode_ == OutputMode::direct) {
-    done_ = true;
+    finished_ = done_ = true;
     const int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0 && errno != EINTR)
@@ -477,10 +507,21 @@ void OutputFile::commit() {
   const int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0 && errno != EINTR) fail("writing failed", errno);
+  // The descriptor is closed: a set of many outputs holds names, not descriptors, until publish.
+  stream_.reset();
+  buf_.reset();
+  finished_ = true;
+}
+
+void OutputFile::publish() {
+  if (!finished_) finish();
+  if (done_) return;  // a device: written by finish()
   SignalBlock block;
   if (::rename(temp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
-    fail(fmt::format("cannot rename {} to {}", temp_, target_), err);
+    abandon();
+    throw OutputError(
+        fmt::format("{}: cannot rename {} to {}: {}", path_, temp_, target_, reason(err)));
   }
   unregister_temp(temp_);
   done_ = true;

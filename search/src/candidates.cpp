@@ -112,8 +112,18 @@ std::vector<CommVariant> comm_variants(const config::Config& base, bool family) 
   return out;
 }
 
+bool Context::expired() const {
+  if (deadline <= 0 || steady_seconds() <= deadline) return false;
+  if (cut_short) cut_short->store(true);
+  return true;
+}
+
 Candidate verify(const json& config, const std::string& source, const Context& ctx) {
   Candidate c;
+  if (ctx.expired()) {
+    c.verdict = kTimeLimitVerdict;
+    return c;
+  }
   const Run run = simulate(config, source, ctx);
   c.verdict = verdict_of(run);
   c.finished = finished(run);
@@ -121,7 +131,10 @@ Candidate verify(const json& config, const std::string& source, const Context& c
   const auto& m = *run.record->metrics;
   c.makespan = m.makespan;
   c.bubble_fraction = m.bubble_fraction;
-  for (const auto& r : m.per_rank) c.peak_memory_bytes.push_back(r.peak_memory_bytes);
+  for (const auto& r : m.per_rank) {
+    c.peak_memory_bytes.push_back(r.peak_memory_bytes);
+    c.busiest = std::max(c.busiest, r.busy);
+  }
   // Under nccl the schedule must also run where every request progresses on its own; not
   // PyTorch's runtime (comm.style torch), written for NCCL: under Gloo it frees send buffers
   // before their waits, which `ppsim check` reports as such.
@@ -140,6 +153,7 @@ Candidate verify(const json& config, const std::string& source, const Context& c
     }
   }
   c.config = config;
+  if (ctx.format == Format::torch_csv) check_csv(c, ctx.limits);
   return c;
 }
 
@@ -157,9 +171,11 @@ std::vector<Task> family_tasks(const config::Config& base) {
                                           comm.style.empty() ? "" : ", " + comm.label());
           tasks.push_back({label, [name = g.name, v, group, comm, label](const Context& ctx) {
                              Candidate c;
+                             if (ctx.expired()) c.verdict = kTimeLimitVerdict;
                              c.family = name;
                              c.schedule = label;
                              c.origin = "family";
+                             if (ctx.expired()) return std::vector<Candidate>{c};
                              json j;
                              try {
                                auto points = config::sweep(*ctx.base, {{name}, {}, {v}});

@@ -57,9 +57,11 @@ struct Built {
 };
 
 // The best `keep` schedules the policies build under `limit` (by makespan, then peak).
-std::vector<Built> build_all(const Instance& in, std::int64_t limit, bool wide, std::size_t keep) {
+std::vector<Built> build_all(const Instance& in, std::int64_t limit, bool wide, std::size_t keep,
+                             const Context& ctx) {
   std::vector<Built> out;
   for (const Policy& p : policies(wide)) {
+    if (ctx.expired()) break;
     auto orders = greedy(in, p, limit);
     if (!orders) continue;
     Timing t = evaluate(in, *orders);
@@ -88,7 +90,8 @@ Candidate verify_orders(const config::Config& point, const Orders& orders, const
     json one = j;
     comm.apply(one);
     Candidate c = verify(one, source, ctx);
-    if (rank(c) > rank(best) || (rank(c) == rank(best) && c.finished && c.makespan < best.makespan))
+    if (best.verdict.empty() || rank(c) > rank(best) ||
+        (rank(c) == rank(best) && c.finished && c.makespan < best.makespan))
       best = std::move(c);
   }
   return best;
@@ -117,7 +120,8 @@ std::vector<Candidate> at_fraction(const Placement& pl, const config::Config& po
   std::optional<Candidate> kept;
   std::int64_t limit = target;
   for (int attempt = 0; attempt < 3 && limit > floor; ++attempt) {
-    auto built = build_all(in, limit, full && !large, full && !large ? 3 : 1);
+    if (ctx.expired()) break;
+    auto built = build_all(in, limit, full && !large, full && !large ? 3 : 1, ctx);
     if (built.empty()) break;
     for (std::size_t k = 0; k < built.size(); ++k) {
       const long long budget = static_cast<long long>((large  ? 0
@@ -149,8 +153,9 @@ std::vector<Candidate> at_fraction(const Placement& pl, const config::Config& po
   std::vector<Candidate> out;
   if (kept) out.push_back(std::move(*kept));
   // Small instances: the exact model at the limit itself.
-  if (full)
-    if (auto e = exact(in, {target, 4000})) {
+  if (full && !ctx.expired())
+    if (auto e = exact(in, {target, 4000, ctx.deadline})) {
+      if (e->cut_short) ctx.expired();  // (marks the result)
       const std::string how = fmt::format("exact model ({}): {}", pl.label, e->status);
       Candidate x = verify_orders(point, e->orders, how, ctx);
       x.family = "constructed";
@@ -167,6 +172,7 @@ std::vector<Candidate> at_fraction(const Placement& pl, const config::Config& po
 // Every construction on one placement; none where the placement does not fit the config.
 std::vector<Candidate> construct(const Placement& pl, const Context& ctx) {
   std::vector<Candidate> out;
+  if (ctx.expired()) return out;
   config::Config point;
   std::optional<config::Prepared> prepared;
   try {
@@ -184,7 +190,7 @@ std::vector<Candidate> construct(const Placement& pl, const Context& ctx) {
   // the usual policies and no local search.
   const bool large = 3 * static_cast<std::size_t>(in.stages()) * in.microbatches > kLargeOps;
   for (double fraction : {1.0, 0.75, 0.5, 0.34}) {
-    if (large && fraction < 1.0) break;
+    if ((large && fraction < 1.0) || ctx.expired()) break;
     for (auto& c : at_fraction(pl, point, in, fraction, large, ctx)) out.push_back(std::move(c));
   }
   return out;

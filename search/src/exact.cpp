@@ -10,6 +10,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "ppsim/search/improve.hpp"
 #include "ppsim/search/timing.hpp"
 
 namespace ppsim::search {
@@ -94,11 +95,17 @@ Problem build(const Instance& in) {
 struct Callback {
   long long nodes = 0, node_limit = 0;
   double bound = -1;
-  bool stopped = false;
+  double deadline = 0;
+  bool stopped = false, timed_out = false;
 };
 
 void on_event(glp_tree* tree, void* info) {
   auto* cb = static_cast<Callback*>(info);
+  // Every call, not only at node selection: one node's LP can take long on a hard instance.
+  if (cb->deadline > 0 && !cb->timed_out && steady_seconds() > cb->deadline) {
+    cb->stopped = cb->timed_out = true;
+    glp_ios_terminate(tree);
+  }
   switch (glp_ios_reason(tree)) {
     case GLP_ISELECT:
       if (++cb->nodes > cb->node_limit) {
@@ -251,7 +258,10 @@ std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options
   // One solve at a time: GLPK keeps its environment in thread-local storage only where it was
   // built so; the models are small, so nothing is lost.
   static std::mutex glpk;
+  const auto expired = [&] { return options.deadline > 0 && steady_seconds() > options.deadline; };
+  if (expired()) return std::nullopt;
   const std::lock_guard<std::mutex> lock(glpk);
+  if (expired()) return std::nullopt;  // (waited for another solve)
   Problem p = build(in);
   double big = 1;  // longer than any schedule: the disjunctions' big M
   for (const auto& v : p.nodes) big += v.duration + v.send_lag + in.hop;
@@ -265,6 +275,7 @@ std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options
 
   Callback cb;
   cb.node_limit = options.node_limit;
+  cb.deadline = options.deadline;
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
@@ -272,23 +283,29 @@ std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options
   parm.cb_func = on_event;
   parm.cb_info = &cb;
   parm.mip_gap = 0.0;
+  if (options.deadline > 0)  // GLPK's own clock too, for the presolve and the root LP
+    parm.tm_lim =
+        static_cast<int>(std::clamp((options.deadline - steady_seconds()) * 1000.0, 1.0, 2.0e9));
   const int rc = glp_intopt(m.lp.get(), &parm);
   const int status = glp_mip_status(m.lp.get());
-  if ((rc != 0 && rc != GLP_ESTOP && rc != GLP_EMIPGAP) ||
+  cb.timed_out = cb.timed_out || rc == GLP_ETMLIM;
+  if ((rc != 0 && rc != GLP_ESTOP && rc != GLP_EMIPGAP && rc != GLP_ETMLIM) ||
       (status != GLP_OPT && status != GLP_FEAS))
     return std::nullopt;
   ExactResult out;
+  out.cut_short = cb.timed_out;
   out.orders = orders_of(m, in, p);
   const Timing t = evaluate(in, out.orders);
   if (!t.complete) return std::nullopt;
   out.makespan = t.makespan;
   // The model leaves out that transfers on one link queue (they only do when a hop is longer
   // than the ops between them): optimal only where the schedule runs as the model timed it.
-  out.optimal =
-      status == GLP_OPT && !cb.stopped && t.makespan <= glp_mip_obj_val(m.lp.get()) * (1 + 1e-12);
+  out.optimal = status == GLP_OPT && !cb.stopped && !cb.timed_out &&
+                t.makespan <= glp_mip_obj_val(m.lp.get()) * (1 + 1e-12);
   const double objective = glp_mip_obj_val(m.lp.get());
   out.bound = out.optimal ? objective : std::min(objective, std::max(0.0, cb.bound));
-  out.status = out.optimal ? "optimal"
+  out.status = out.optimal     ? "optimal"
+               : out.cut_short ? fmt::format("stopped by --time-limit after {} nodes", cb.nodes)
                : out.bound > 0
                    ? fmt::format("gap {:.2f}% after {} nodes", (out.makespan / out.bound - 1) * 100,
                                  options.node_limit)

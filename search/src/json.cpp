@@ -23,6 +23,7 @@ json candidate_json(const SearchResult& r, const Candidate& c) {
             {"finished", c.finished},
             {"within_limit", r.within_limit(c)}};
   if (!c.placement.empty()) j["placement"] = c.placement;
+  if (!c.expressible()) j["inexpressible"] = c.inexpressible;
   if (c.origin == "exact") {
     j["bound"] = c.bound;
     j["optimal"] = c.optimal;
@@ -103,6 +104,8 @@ json to_json(const SearchResult& r) {
               {"semantics", r.semantics},
               {"memory_limit", r.memory_limit},
               {"memory_limit_from", r.limit_from},
+              {"digest", r.digest},
+              {"cut_short", r.cut_short},
               {"shard", {{"index", r.shard.index}, {"count", r.shard.count}}}};
   if (r.best) {
     const Candidate& b = r.candidates[*r.best];
@@ -120,6 +123,11 @@ json to_json(const SearchResult& r) {
   } else {
     out["best"] = nullptr;
   }
+  // The format cannot hold the best: the one `-o` writes instead.
+  if (r.written && r.written != r.best)
+    out["written"] = {{"candidate", *r.written},
+                      {"schedule", r.candidates[*r.written].schedule},
+                      {"config", r.candidates[*r.written].config}};
   json families = json::array();
   for (std::size_t i : best_per_family(r)) families.push_back(candidate_json(r, r.candidates[i]));
   out["families"] = families;
@@ -152,6 +160,9 @@ SearchResult from_json(const json& j, const std::string& source) {
   r.memory_limit =
       integer(j, "memory_limit", 1, std::numeric_limits<std::int64_t>::max(), source, "");
   r.limit_from = need(j, "memory_limit_from", T::string, source, "").get<std::string>();
+  r.digest = need(j, "digest", T::string, source, "").get<std::string>();
+  r.cut_short = need(j, "cut_short", T::boolean, source, "").get<bool>();
+  r.read_from = source;
   const json& shard = need(j, "shard", T::object, source, "");
   r.shard.index = static_cast<int>(integer(shard, "index", 0, kMaxShards - 1, source, "shard"));
   r.shard.count = static_cast<int>(integer(shard, "count", 1, kMaxShards, source, "shard"));
@@ -173,6 +184,8 @@ SearchResult from_json(const json& j, const std::string& source) {
       k.bound = need(c, "bound", T::number_float, source, at).get<double>();
       k.optimal = need(c, "optimal", T::boolean, source, at).get<bool>();
     }
+    if (c.contains("inexpressible"))
+      k.inexpressible = need(c, "inexpressible", T::string, source, at).get<std::string>();
     k.verdict = need(c, "verdict", T::string, source, at).get<std::string>();
     k.finished = need(c, "finished", T::boolean, source, at).get<bool>();
     if (k.finished) {
@@ -206,6 +219,22 @@ SearchResult from_json(const json& j, const std::string& source) {
     r.lower_bound = need(best, "lower_bound", T::number_float, source, "best").get<double>();
     r.best = static_cast<std::size_t>(index);
   }
+  if (j.contains("written")) {
+    const json& w = need(j, "written", T::object, source, "");
+    const auto index = integer(w, "candidate", 0, kMaxInt, source, "written");
+    if (static_cast<std::size_t>(index) >= r.candidates.size())
+      bad(source, "written.candidate",
+          fmt::format("expected an index below {}", r.candidates.size()));
+    r.candidates[static_cast<std::size_t>(index)].config =
+        need(w, "config", T::object, source, "written");
+  }
+  // What the file says it found must be what its candidates give.
+  SearchResult ranked = r;
+  ranked.rank();
+  if (ranked.best != r.best)
+    bad(source, "best.candidate", "is not the fastest candidate within the limit");
+  r.written = ranked.written;
+  r.pareto = ranked.pareto;
   return r;
 }
 
@@ -213,26 +242,38 @@ SearchResult merge(const std::vector<SearchResult>& parts) {
   SearchResult out;
   if (parts.empty()) return out;
   const SearchResult& first = parts.front();
+  const auto file = [](const SearchResult& p) {
+    return p.read_from.empty() ? p.source : p.read_from;
+  };
   std::vector<bool> seen(static_cast<std::size_t>(first.shard.count), false);
   for (const auto& p : parts) {
+    // The digest covers the whole resolved input: another config, --set, limit, seed, time
+    // limit or format is another search.
+    if (p.digest != first.digest)
+      bad(file(p), "digest",
+          fmt::format("is not a shard of the same search as {}: its input differs (config, "
+                      "--set, limit, seed, time limit or format; digest {}, not {})",
+                      file(first), p.digest, first.digest));
     if (p.name != first.name || p.ranks != first.ranks || p.microbatches != first.microbatches ||
         p.memory_limit != first.memory_limit || p.shard.count != first.shard.count ||
         p.semantics != first.semantics)
-      bad(p.source, "shard",
-          fmt::format("is not a shard of the same search as the first ({} P={} M={} limit {} in "
-                      "{} shards)",
-                      first.name, first.ranks, first.microbatches, first.memory_limit,
+      bad(file(p), "shard",
+          fmt::format("is not a shard of the same search as {} ({} P={} M={} limit {} in {} "
+                      "shards)",
+                      file(first), first.name, first.ranks, first.microbatches, first.memory_limit,
                       first.shard.count));
     if (seen[static_cast<std::size_t>(p.shard.index)])
-      bad(p.source, "shard.index", fmt::format("shard {} is given twice", p.shard.index));
+      bad(file(p), "shard.index", fmt::format("shard {} is given twice", p.shard.index));
     seen[static_cast<std::size_t>(p.shard.index)] = true;
   }
   for (std::size_t i = 0; i < seen.size(); ++i)
     if (!seen[i])
-      bad(first.source, "shard", fmt::format("shard {} of {} is missing", i, first.shard.count));
+      bad(file(first), "shard", fmt::format("shard {} of {} is missing", i, first.shard.count));
   out = first;
   out.candidates.clear();
   out.shard = {0, 1};
+  out.read_from.clear();
+  for (const auto& p : parts) out.cut_short = out.cut_short || p.cut_short;
   // Shards in index order, so the merged table is the one a single run prints.
   std::vector<const SearchResult*> ordered(parts.size());
   for (const auto& p : parts) ordered[static_cast<std::size_t>(p.shard.index)] = &p;

@@ -27,6 +27,7 @@ std::int64_t Candidate::peak() const {
 
 void SearchResult::rank() {
   best.reset();
+  written.reset();
   std::vector<Point> points;
   std::vector<std::size_t> which;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -35,9 +36,12 @@ void SearchResult::rank() {
     points.push_back({c.peak(), c.makespan});
     which.push_back(i);
     if (!within_limit(c)) continue;
-    if (!best || c.makespan < candidates[*best].makespan ||
-        (c.makespan == candidates[*best].makespan && c.peak() < candidates[*best].peak()))
-      best = i;
+    const auto faster = [&](const std::optional<std::size_t>& than) {
+      return !than || c.makespan < candidates[*than].makespan ||
+             (c.makespan == candidates[*than].makespan && c.peak() < candidates[*than].peak());
+    };
+    if (faster(best)) best = i;
+    if (c.expressible() && faster(written)) written = i;
   }
   pareto.clear();
   for (std::size_t k : pareto_front(points)) pareto.push_back(which[k]);
@@ -58,18 +62,35 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 // The bound on the best's own placement; for programs of several routes (DualPipe) or with
 // overlapped F&B pairs (which take less than F + B) only the busiest rank's compute, as the
-// simulator counts it.
-double bound_of(const config::Prepared& p) {
+// simulator counted it when it verified the candidate.
+double bound_of(const config::Prepared& p, const Candidate& best) {
   bool overlapped = false;
   for (int r = 0; r < p.program->ranks() && !overlapped; ++r)
     for (const auto& op : p.program->ops(r))
       overlapped = overlapped || op.kind == schedules::OpKind::OVERLAP_F_B;
   if (p.program->routes().is_linear() && !overlapped) return lower_bound(make_instance(p, 0));
-  const record::RunRecord run = sim::analyze(p);
-  double busy = 0;
-  if (run.metrics)
-    for (const auto& r : run.metrics->per_rank) busy = std::max(busy, r.busy);
-  return busy;
+  return best.busiest;
+}
+
+// What a search's result depends on, as one digest: the config as resolved (after --set, with
+// the costs and memory derived from its model), the limit, seed, time limit and format.
+std::string input_digest(const config::Config& base, const config::Prepared& prepared,
+                         const SearchOptions& o, const SearchResult& r) {
+  std::string text = base.raw.dump(-1, ' ', false, json::error_handler_t::replace);
+  text += fmt::format("\nlimit {} {}\nseed {}\ntime {:a}\nformat {}\nmax_memory {}\n",
+                      r.memory_limit, r.limit_from, o.seed, o.time_limit,
+                      o.format == Format::torch_csv ? "torch-csv" : "config", o.limits.max_memory);
+  const model::Model& m = prepared.model;
+  for (const auto& c : m.costs.stages)
+    text += fmt::format("{:a} {:a} {:a} {:a} {} {:a} {:a}\n", c.forward, c.backward_input,
+                        c.backward_weight, c.backward, c.split, c.overlapped_fb,
+                        c.overlapped_fb_fraction);
+  text += fmt::format("{:a} {:a}\n", m.costs.launch_overhead, m.costs.start_offset);
+  for (int s = 0; s < prepared.program->stages(); ++s) {
+    const auto sm = m.memory.stage(s);
+    text += fmt::format("{} {} {}\n", sm.activation_bytes, sm.weight_stash_bytes, sm.static_bytes);
+  }
+  return digest_of(text);
 }
 
 }  // namespace
@@ -95,6 +116,14 @@ SearchResult search(const config::Config& base, const SearchOptions& options) {
                               "a search needs a memory limit per rank: give --memory-limit BYTES "
                               "or a hardware section with memory_bytes (docs/SEARCH.md)");
   }
+  // A winner over its own GPU's memory would not run there.
+  if (const std::int64_t gpu = base.hardware ? base.hardware->hardware.memory_bytes : 0;
+      gpu > 0 && result.memory_limit > gpu)
+    throw config::ConfigError(base.source_of("hardware.memory_bytes"), "hardware.memory_bytes",
+                              fmt::format("--memory-limit {} bytes is above the GPU's memory, {} "
+                                          "bytes: give at most that",
+                                          result.memory_limit, gpu));
+  result.digest = input_digest(base, prepared, options, result);
   if (!base.program->sweepable())
     throw config::ConfigError(base.source, "schedule.kind",
                               fmt::format("a search builds schedules for the config's ranks and "
@@ -112,9 +141,16 @@ SearchResult search(const config::Config& base, const SearchOptions& options) {
       mine.push_back(std::move(tasks[i]));
       task_index.push_back(i);
     }
-  detail::Context ctx{&base, result.memory_limit, options.seed,
-                      options.time_limit > 0 ? steady_seconds() + options.time_limit : 0.0,
-                      options.limits};
+  std::atomic<bool> cut_short{false};
+  detail::Context ctx{&base,
+                      result.memory_limit,
+                      options.seed,
+                      options.deadline > 0     ? options.deadline
+                      : options.time_limit > 0 ? steady_seconds() + options.time_limit
+                                               : 0.0,
+                      options.limits,
+                      options.format,
+                      &cut_short};
   std::vector<std::vector<Candidate>> found(mine.size());
   // Each task runs programs of about the config's size: no more at once than fit the memory
   // limit (the largest family program is within a small factor of the config's own).
@@ -130,12 +166,13 @@ SearchResult search(const config::Config& base, const SearchOptions& options) {
       c.task = task_index[i];
       result.candidates.push_back(std::move(c));
     }
+  result.cut_short = cut_short.load();
   result.rank();
   if (result.best) {
     Candidate& best = result.candidates[*result.best];
     const config::Prepared p =
         config::prepare(config::parse_config(best.config, base.source + " (best)"), options.limits);
-    result.lower_bound = bound_of(p);
+    result.lower_bound = bound_of(p, best);
     // The exact model's bound holds for the constructions on its placement.
     for (const auto& c : result.candidates)
       if (c.origin == "exact" && best.family == "constructed" && c.placement == best.placement)

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <streambuf>
 #include <string>
+#include <vector>
 
 namespace ppsim::base {
 
@@ -96,8 +97,15 @@ class OutputFile {
 
   std::ostream& stream() { return *stream_; }
   // Flushes, syncs and renames the temporary over the target (or closes the device). Throws
-  // OutputError; the temporary is gone either way.
+  // OutputError; the temporary is gone either way. commit() is finish() then publish().
   void commit();
+  // Flushes, syncs and closes the temporary (a device: writes the rest and closes it), so that
+  // publish() has only the rename left. Throws OutputError (the temporary is then gone).
+  void finish();
+  // Renames the finished temporary over the target; nothing for a device. Throws OutputError.
+  void publish();
+  bool finished() const { return finished_; }
+  bool abandoned() const { return done_ && !finished_; }
   // Gives up: removes the temporary, leaves the target as it was.
   void abandon();
 
@@ -113,8 +121,37 @@ class OutputFile {
   OutputMode mode_ = OutputMode::replace;
   int fd_ = -1;
   bool done_ = false;
+  bool finished_ = false;
   std::unique_ptr<FdStreamBuf> buf_;
   std::unique_ptr<std::ostream> stream_;
+};
+
+// The outputs of one command, published all or none: each is opened when added (a bad path fails
+// before anything runs), and commit() renames them only once every one is written and synced; a
+// failure before that leaves every target as it was (devices and FIFOs, written in place, are
+// finished after the files and before any rename). Destroyed without commit(): all abandoned.
+class OutputSet {
+ public:
+  OutputSet() = default;
+  OutputSet(const OutputSet&) = delete;
+  OutputSet& operator=(const OutputSet&) = delete;
+
+  // Opens `path` (OutputFile) for the option `option`; an OutputError names both: "OPTION PATH:
+  // what happened". The file stays valid until the set is destroyed.
+  OutputFile& add(const std::string& option, const std::string& path);
+  // Finishes every file not finished yet (OutputFile::finish), then publishes them all. Throws
+  // OutputError naming the option; then every temporary is gone and no target was replaced.
+  void commit();
+  void abandon();  // every temporary removed, every target untouched
+  bool empty() const { return files_.empty(); }
+
+ private:
+  struct Entry {
+    std::string option;
+    std::unique_ptr<OutputFile> file;
+  };
+  [[noreturn]] void fail(const Entry& e, const OutputError& error);
+  std::vector<Entry> files_;
 };
 
 // Follows symlinks in the last component of `path` (relative links against the link's directory)
