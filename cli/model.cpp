@@ -236,8 +236,8 @@ std::string text_report(const config::Prepared& p, const std::vector<FamilyRun>&
       fmt::format("\n  schedules at M={} ({}; peak = busiest rank):\n", p.program->microbatches(),
                   c.default_comm ? std::string("each with its default comm")
                                  : fmt::format("all with comm style {}", c.lowering.style));
-  out += fmt::format("  {:<18} {:>10} {:>5} {:>12} {:>9} {:>7}  {}\n", "schedule", "peak", "rank",
-                     "makespan", "step s", "bubble", "verdict");
+  out += fmt::format("  {:<18} {:>2} {:>10} {:>5} {:>12} {:>9} {:>7}  {}\n", "schedule", "V",
+                     "peak", "rank", "makespan", "step s", "bubble", "verdict");
   for (const auto& f : families) {
     if (!f.run || !f.run->metrics) {
       const std::string why = f.run ? f.run->verdict().text() : base::excerpt(f.error, 90);
@@ -248,9 +248,10 @@ std::string text_report(const config::Prepared& p, const std::vector<FamilyRun>&
     const auto [peak, rank] = peak_of(*f.run);
     const std::string step_s =
         f.run->step ? fmt::format("{:.4g}", f.run->step->summary.time) : std::string("-");
-    out += fmt::format("  {:<18} {:>10} {:>5} {:>12.6g} {:>9} {:>7.4f}  {}\n", f.schedule,
-                       gb(static_cast<double>(peak)), rank, f.run->metrics->makespan, step_s,
-                       f.run->metrics->bubble_fraction, f.run->verdict().text());
+    out += fmt::format("  {:<18} {:>2} {:>10} {:>5} {:>12.6g} {:>9} {:>7.4f}  {}\n", f.schedule,
+                       f.run->program->chunks(), gb(static_cast<double>(peak)), rank,
+                       f.run->metrics->makespan, step_s, f.run->metrics->bubble_fraction,
+                       f.run->verdict().text());
   }
   return out;
 }
@@ -283,6 +284,7 @@ json json_report(const config::Prepared& p, const std::vector<FamilyRun>& famili
       const auto [peak, rank] = peak_of(*f.run);
       one["peak_memory_bytes"] = peak;
       one["rank"] = rank;
+      one["chunks"] = f.run->program->chunks();
       one["makespan"] = f.run->metrics->makespan;
       if (f.run->step) one["step_time"] = f.run->step->summary.time;
       one["bubble_fraction"] = f.run->metrics->bubble_fraction;

@@ -3,6 +3,7 @@
 
 #include "ppsim/config/prepare.hpp"
 #include "ppsim/config/sweep.hpp"
+#include "ppsim/schedules/generator.hpp"
 #include "ppsim/sim/analysis.hpp"
 
 using namespace ppsim;
@@ -28,6 +29,31 @@ TEST_CASE("sweep.config_per_schedule_m_v", "[sweep]") {
   CHECK(config::prepare(configs[0]).program->chunks() == 1);
   CHECK(configs.back().name == "base/interleaved-1f1b/M16/V3");
   CHECK(config::prepare(configs.back()).program->chunks() == 3);
+}
+
+TEST_CASE("sweep.each_schedule_at_its_own_default_chunks", "[sweep]") {
+  // A config that names no chunks runs each swept schedule at that schedule's declared default
+  // (`ppsim list`), so interleaved schedules are not run at 1F1B's one chunk; chunks the config
+  // gives hold for every schedule that takes them.
+  const auto configs = config::sweep(
+      base_config(), {{"1f1b", "interleaved-1f1b", "looped-bfs", "interleaved-zb"}, {}, {}});
+  REQUIRE(configs.size() == 4);
+  for (std::size_t i = 1; i < configs.size(); ++i) {
+    const auto* g = schedules::Registry::instance().find(configs[i].kind);
+    REQUIRE(g);
+    const auto* chunks = schedules::find_param(g->params, "chunks");
+    REQUIRE(chunks);
+    INFO(configs[i].kind);
+    CHECK(config::prepare(configs[i]).program->chunks() == static_cast<int>(chunks->default_value));
+    CHECK(config::prepare(configs[i]).program->chunks() >= 2);
+  }
+  nlohmann::json three = base_config().raw;
+  three["schedule"]["kind"] = "interleaved-1f1b";
+  three["schedule"]["chunks"] = 3;
+  const auto given =
+      config::sweep(config::parse_config(three, "three.json"), {{"looped-bfs", "zbv"}, {}, {}});
+  CHECK(config::prepare(given[0]).program->chunks() == 3);
+  CHECK(config::prepare(given[1]).program->chunks() == 2);  // zbv takes exactly 2
 }
 
 TEST_CASE("sweep.sweep_over_chunks_keeps_per", "[sweep]") {

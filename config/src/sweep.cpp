@@ -34,6 +34,9 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
                       fmt::format("a {} schedule cannot be swept", base.kind));
   const auto& sched = base.raw.at("schedule");
   const int v0 = chunks_of(base.kind, sched);
+  // Chunks the config asks for hold for every swept schedule that takes them; otherwise each
+  // schedule runs at its own default (interleaved 1F1B at 2, not at 1F1B's 1).
+  const bool chunks_given = sched.contains("chunks") && takes_chunks(base.kind);
   const auto kinds = axes.kinds.empty() ? std::vector<std::string>{base.kind} : axes.kinds;
   const auto ms = axes.microbatches.empty() ? std::vector<int>{sched.at("microbatches").get<int>()}
                                             : axes.microbatches;
@@ -43,10 +46,11 @@ std::vector<Config> sweep(const Config& base, const SweepAxes& axes) {
     // A schedule built for a fixed number of chunks (zbv, dualpipev: 2) runs with that number.
     const auto* spec = chunks_param(kind);
     const bool fixed = chunked && spec->min == spec->max;
-    const auto vs = !chunked              ? std::vector<int>{1}
-                    : fixed               ? std::vector<int>{static_cast<int>(spec->min)}
-                    : axes.chunks.empty() ? std::vector<int>{v0}
-                                          : axes.chunks;
+    const auto vs = !chunked               ? std::vector<int>{1}
+                    : fixed                ? std::vector<int>{static_cast<int>(spec->min)}
+                    : !axes.chunks.empty() ? axes.chunks
+                    : chunks_given         ? std::vector<int>{v0}
+                                           : std::vector<int>{chunks_of(kind, {})};
     for (int m : ms) {
       for (int v : vs) {
         nlohmann::json j = base.raw;
