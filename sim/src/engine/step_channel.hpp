@@ -21,6 +21,7 @@ class StepChannel {
 
   // A W, or a whole B, of `stage` ran from `begin` to `end`.
   void gradient(int stage, double begin, double end) {
+    if (stage < 0 || static_cast<std::size_t>(stage) >= last_.size()) return;
     Span& s = last_[static_cast<std::size_t>(stage)];
     if (end >= s.end) s = {begin, end};
   }
@@ -34,7 +35,9 @@ class StepChannel {
       double at, duration;
     };
     std::vector<std::vector<Ready>> ready(static_cast<std::size_t>(R));
-    for (int s = 0; s < p.stages(); ++s) {
+    // (A model built by hand may give fewer bucket lists than stages: the others have none.)
+    const int stages = std::min<int>(p.stages(), static_cast<int>(phases_.buckets.size()));
+    for (int s = 0; s < stages && static_cast<std::size_t>(s) < last_.size(); ++s) {
       const int r = p.rank_of(s);
       const Span& last = last_[static_cast<std::size_t>(s)];
       for (const model::GradBucket& b : phases_.buckets[static_cast<std::size_t>(s)]) {
