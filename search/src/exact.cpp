@@ -250,18 +250,8 @@ Orders orders_of(const Mip& m, const Instance& in, const Problem& p) {
   return out;
 }
 
-}  // namespace
-
-std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options) {
-  const int ops = (in.split ? 3 : 2) * in.stages() * in.microbatches;
-  if (ops > kExactMaxOps || ops == 0) return std::nullopt;
-  // One solve at a time: GLPK keeps its environment in thread-local storage only where it was
-  // built so; the models are small, so nothing is lost.
-  static std::mutex glpk;
-  const auto expired = [&] { return options.deadline > 0 && steady_seconds() > options.deadline; };
-  if (expired()) return std::nullopt;
-  const std::lock_guard<std::mutex> lock(glpk);
-  if (expired()) return std::nullopt;  // (waited for another solve)
+// One solve, under exact()'s lock; every GLPK object it makes is gone when it returns.
+std::optional<ExactResult> solve(const Instance& in, const ExactOptions& options) {
   Problem p = build(in);
   double big = 1;  // longer than any schedule: the disjunctions' big M
   for (const auto& v : p.nodes) big += v.duration + v.send_lag + in.hop;
@@ -310,6 +300,25 @@ std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options
                    ? fmt::format("gap {:.2f}% after {} nodes", (out.makespan / out.bound - 1) * 100,
                                  options.node_limit)
                    : fmt::format("no bound after {} nodes", options.node_limit);
+  return out;
+}
+
+}  // namespace
+
+std::optional<ExactResult> exact(const Instance& in, const ExactOptions& options) {
+  const int ops = (in.split ? 3 : 2) * in.stages() * in.microbatches;
+  if (ops > kExactMaxOps || ops == 0) return std::nullopt;
+  // One solve at a time: GLPK keeps its environment in thread-local storage only where it was
+  // built so; the models are small, so nothing is lost.
+  static std::mutex glpk;
+  const auto expired = [&] { return options.deadline > 0 && steady_seconds() > options.deadline; };
+  if (expired()) return std::nullopt;
+  const std::lock_guard<std::mutex> lock(glpk);
+  if (expired()) return std::nullopt;  // (waited for another solve)
+  auto out = solve(in, options);
+  // GLPK's environment lives in this thread's storage: a search's worker thread that ends would
+  // leave it unreachable (LeakSanitizer reports it), so it goes with the solve.
+  glp_free_env();
   return out;
 }
 
