@@ -78,7 +78,8 @@ std::optional<std::pair<double, double>> brute_span(const profile::RankTrace& t,
 
 using namespace profile_limits;
 
-TEST_CASE("map patterns match in linear time, never with a signal", "[profile]") {
+// Map patterns match in linear time, never with a signal
+TEST_CASE("profile_limits.map_patterns_linear_time", "[profile]") {
   // A pattern a backtracking engine takes 2^n steps on: RE2 answers a 200-letter name at once.
   auto p =
       map_patterns(R"J({"actions": [{"pattern": "(a+)+b(\\d)", "kind": "F", "microbatch": 2}]})J");
@@ -125,7 +126,8 @@ TEST_CASE("map patterns match in linear time, never with a signal", "[profile]")
   }
 }
 
-TEST_CASE("trace readers hold one event at a time and refuse what expands too far", "[profile]") {
+// Trace readers hold one event at a time and refuse what expands too far
+TEST_CASE("profile_limits.readers_bounded_memory", "[profile]") {
   const auto patterns = profile::default_patterns();
   profile::ReadStats stats;
   // 200,000 "" in traceEvents (the DOM would hold them all): refused at the first.
@@ -202,7 +204,8 @@ TEST_CASE("trace readers hold one event at a time and refuse what expands too fa
   std::filesystem::remove_all(scratch(""));
 }
 
-TEST_CASE("launch matching takes O(log n) a range", "[profile]") {
+// Launch matching takes O(log n) a range
+TEST_CASE("profile_limits.launch_matching_log_n", "[profile]") {
   // Every range overlaps every launch (the quadratic case): the work per range stays logarithmic.
   profile::RankTrace t;
   constexpr int kLaunches = 20'000, kRanges = 2'000;
@@ -243,7 +246,8 @@ TEST_CASE("launch matching takes O(log n) a range", "[profile]") {
   }
 }
 
-TEST_CASE("traces of different runs, or with a rank missing, are refused", "[profile]") {
+// Traces of different runs, or with a rank missing, are refused
+TEST_CASE("profile_limits.mixed_runs_and_missing_ranks_refused", "[profile]") {
   // One run of 2: imported.
   CHECK(profile::import_traces({rank_trace(1, 2, "r1.json"), rank_trace(0, 2, "r0.json")}, {})
             .measured.program->ranks() == 2);

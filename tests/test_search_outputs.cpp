@@ -64,8 +64,8 @@ void require_reproduces(const json& written, const search::Candidate& c) {
 
 }  // namespace
 
-TEST_CASE("every finished candidate written as a config runs to its makespan and peaks",
-          "[search]") {
+// Every finished candidate written as a config runs to its makespan and peaks
+TEST_CASE("search_outputs.written_configs_reproduce_candidates", "[search]") {
   for (const json& base : {small_zb(4, 8), small_model(2, 4)}) {
     const config::Config cfg = config::parse_config(base, "configs/c.json");
     search::SearchOptions o;
@@ -91,8 +91,8 @@ TEST_CASE("every finished candidate written as a config runs to its makespan and
   }
 }
 
-TEST_CASE("a PyTorch CSV winner: the fastest candidate a CSV holds, and it runs as found",
-          "[search]") {
+// A PyTorch CSV winner: the fastest candidate a CSV holds, and it runs as found
+TEST_CASE("search_outputs.torch_csv_winner_expressible", "[search]") {
   json base = small_zb(4, 8);
   base["comm"]["semantics"] = "nccl";
   base["comm"]["style"] = "torch";
@@ -139,8 +139,8 @@ TEST_CASE("a PyTorch CSV winner: the fastest candidate a CSV holds, and it runs 
   REQUIRE(back.candidates[*back.written].config == r.candidates[*r.written].config);
 }
 
-TEST_CASE("shards of different inputs do not merge, and merge errors name the shard's file",
-          "[search]") {
+// Shards of different inputs do not merge, and merge errors name the shard's file
+TEST_CASE("search_outputs.shards_of_different_inputs_refused", "[search]") {
   const std::int64_t limit = 4 * (34 * 64 + 5 * 8 * 32);
   auto shard = [&](const json& base, int i, std::uint64_t seed, const std::string& file) {
     search::SearchOptions o;
@@ -174,7 +174,8 @@ TEST_CASE("shards of different inputs do not merge, and merge errors name the sh
   }
 }
 
-TEST_CASE("a search's memory limit is at most the GPU's memory", "[search]") {
+// A search's memory limit is at most the GPU's memory
+TEST_CASE("search_outputs.memory_limit_at_most_gpu_memory", "[search]") {
   const config::Config cfg = config::parse_config(small_model(2, 4), "m.json");
   search::SearchOptions o;
   o.memory_limit = 81'000'000'000;  // an A100 80GB has 80e9 bytes
@@ -189,7 +190,8 @@ TEST_CASE("a search's memory limit is at most the GPU's memory", "[search]") {
   REQUIRE(search::search(cfg, o).memory_limit == 80'000'000'000);
 }
 
-TEST_CASE("a deadline already past stops every phase at once, the result cut short", "[search]") {
+// A deadline already past stops every phase at once, the result cut short
+TEST_CASE("search_outputs.past_deadline_stops_every_phase", "[search]") {
   json base = small_zb(2, 4);
   const config::Config cfg = config::parse_config(base, "d.json");
   search::SearchOptions o;
