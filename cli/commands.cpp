@@ -344,7 +344,7 @@ std::vector<config::Config> sweep_points(const std::vector<std::string>& paths,
   }
   std::vector<config::Config> points;
   for (const auto& path : paths) {
-    config::Config base = config::load_config(path, common.overrides);
+    config::Config base = load_with_calibration(path, common);
     if (!config::sweep_requested(axes)) {
       points.push_back(std::move(base));
       continue;
@@ -512,7 +512,7 @@ int cmd_check(const std::vector<std::string>& paths, bool json, const std::strin
             : guarded(
                   path,
                   [&] {
-                    const config::Config cfg = config::load_config(path, common.overrides);
+                    const config::Config cfg = load_with_calibration(path, common);
                     const record::RunRecord a =
                         sim::analyze(cfg, {.max_memory = common.max_memory});
                     const schedules::OpLocator locate =

@@ -357,7 +357,9 @@ int cmd_search(const std::string& path, const SearchCliOptions& o, const CommonO
       overrides.push_back("comm.style=torch");
       overrides.push_back("comm.semantics=nccl");
     }
-    const config::Config cfg = config::load_config(path, overrides);
+    CommonOptions with = common;
+    with.overrides = overrides;
+    const config::Config cfg = load_with_calibration(path, with);
     refuse_clashes(named, read_files(cfg));  // and the CSV the config reads
     SearchFiles files;
     if (!o.mpi) open_files(o, files);

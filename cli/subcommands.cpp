@@ -40,6 +40,14 @@ std::string empty_file(std::initializer_list<std::pair<CLI::Option*, const std::
   return "";
 }
 
+// --calibration FILE, on every subcommand that uses costs (its misuse and inputs name it too).
+CLI::Option* add_calibration(CLI::App* sub, CommonOptions& common) {
+  return sub
+      ->add_option("--calibration", common.calibration,
+                   "measured costs: `import-profile -o` or `real --calibrate --json` output")
+      ->type_name("FILE");
+}
+
 Subcommand add_run(CLI::App& app, CommonOptions& common) {
   struct Args {
     std::string config;
@@ -59,10 +67,7 @@ Subcommand add_run(CLI::App& app, CommonOptions& common) {
                 "(not with --json)");
   run->add_flag("--no-color", a->out.no_color,
                 "no ANSI colours in --timeline (default: colours when stdout is a terminal)");
-  auto* calibration =
-      run->add_option("--calibration", common.calibration,
-                      "measured costs: `import-profile -o` or `real --calibrate --json` output")
-          ->type_name("FILE");
+  auto* calibration = add_calibration(run, common);
   add_set(run, common);
   Subcommand s{run, [a, &common] { return cmd_run(a->config, a->out, common); }};
   s.misuse = [a, trace, svg, calibration, &common] {
@@ -104,9 +109,17 @@ Subcommand add_compare(CLI::App& app, CommonOptions& common) {
           "--shard", a->sweep.shard,
           "run points I, I+N, ... only (a Slurm array index); with --json, for `ppsim merge`")
       ->type_name("I/N");
+  auto* calibration = add_calibration(compare, common);
   add_set(compare, common);
-  return {compare,
-          [a, &common] { return cmd_compare(a->configs, a->json, a->csv, a->sweep, common); }};
+  Subcommand s{compare,
+               [a, &common] { return cmd_compare(a->configs, a->json, a->csv, a->sweep, common); }};
+  s.misuse = [calibration, &common] { return empty_file({{calibration, &common.calibration}}); };
+  s.inputs = [a, &common] {
+    std::vector<std::string> in = a->configs;
+    in.push_back(common.calibration);
+    return in;
+  };
+  return s;
 }
 
 Subcommand add_check(CLI::App& app, CommonOptions& common) {
@@ -125,10 +138,13 @@ Subcommand add_check(CLI::App& app, CommonOptions& common) {
   check->add_flag("--json", a->json, "print a JSON array of verdicts");
   auto* junit = check->add_option("--junit", a->junit,
                                   "also write a JUnit XML report, one testcase per file (for CI)");
+  auto* calibration = add_calibration(check, common);
   add_set(check, common);
   // --junit against its inputs: cmd_check (every file found under a directory).
   Subcommand s{check, [a, &common] { return cmd_check(a->configs, a->json, a->junit, common); }};
-  s.misuse = [a, junit] { return empty_file({{junit, &a->junit}}); };
+  s.misuse = [a, junit, calibration, &common] {
+    return empty_file({{junit, &a->junit}, {calibration, &common.calibration}});
+  };
   return s;
 }
 
@@ -242,17 +258,19 @@ Subcommand add_search(CLI::App& app, CommonOptions& common) {
   auto* report = sub->add_option("--report", a->o.report_file,
                                  "HTML report: the Pareto chart and the winner's timeline")
                      ->type_name("FILE");
+  auto* calibration = add_calibration(sub, common);
   add_set(sub, common);
   Subcommand s{sub, [a, &common] { return cmd_search(a->config, a->o, common); }};
-  s.misuse = [a, output, report] {
+  s.misuse = [a, output, report, calibration, &common] {
     if (a->o.output == "-" && a->o.json)
       return std::string(
           "--output - and --json: both print a document on standard output; write the winner "
           "to a file, or leave out --json");
-    return empty_file({{output, &a->o.output}, {report, &a->o.report_file}});
+    return empty_file(
+        {{output, &a->o.output}, {report, &a->o.report_file}, {calibration, &common.calibration}});
   };
   s.outputs = [a] { return Files{{"--output", a->o.output}, {"--report", a->o.report_file}}; };
-  s.inputs = [a] { return std::vector<std::string>{a->config}; };
+  s.inputs = [a, &common] { return std::vector<std::string>{a->config, common.calibration}; };
   return s;
 }
 
@@ -400,12 +418,18 @@ Subcommand add_report(CLI::App& app, CommonOptions& common) {
   report->add_option("--title", a->title, "the page title (default: ppsim report)");
   add_sweep(report, a->sweep, "sweep: microbatch counts, e.g. 8,16,32,64 (adds the bubble chart)",
             "sweep: chunks per rank, e.g. 2,4");
+  auto* calibration = add_calibration(report, common);
   add_set(report, common);
   // (cmd_report also checks -o against the CSVs the configs read.)
   Subcommand s{
       report, [a, &common] { return cmd_report(a->configs, a->file, a->title, a->sweep, common); }};
+  s.misuse = [calibration, &common] { return empty_file({{calibration, &common.calibration}}); };
   s.outputs = [a] { return Files{{"-o", a->file}}; };
-  s.inputs = [a] { return a->configs; };
+  s.inputs = [a, &common] {
+    std::vector<std::string> in = a->configs;
+    in.push_back(common.calibration);
+    return in;
+  };
   return s;
 }
 

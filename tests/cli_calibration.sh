@@ -92,4 +92,25 @@ expect 2 compare "$SRC/configs/1f1b.json" --schedule 1f1b
 has "did you mean --schedules?"
 expect 0 compare "$SRC/configs/1f1b.json" --schedules "1f1b, zbv"
 has "zbv"
+# --calibration wherever costs are used: compare, check, search and report take the fragment as
+# run does (the same makespan), and name it when it is bad.
+expect 0 run "$SRC/configs/zb-h1.json" --json --calibration "$tmp/cal.json"
+run_ms=$(makespan)
+expect 0 compare "$SRC/configs/zb-h1.json" --json --calibration "$tmp/cal.json"
+python3 - "$out" "$run_ms" <<'PY' && good "compare --calibration = run --calibration" || bad "compare --calibration"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert abs(rows[0]["makespan"] - float(sys.argv[2])) < 1e-9 * float(sys.argv[2]), rows[0]
+PY
+expect 0 check "$SRC/configs/zb-h1.json" --calibration "$tmp/cal.json"
+expect 0 search "$SRC/configs/zb-h1.json" --memory-limit 4GB --json --calibration "$tmp/cal.json"
+expect 0 report "$SRC/configs/zb-h1.json" -o "$tmp/cal-report.html" --calibration "$tmp/cal.json"
+echo '{"costs": {"forward": -1}}' > "$tmp/neg.json"
+for sub in compare check report; do
+  if [ "$sub" = report ]; then extra=(-o "$tmp/neg-report.html"); else extra=(); fi
+  expect 2 "$sub" "$SRC/configs/zb-h1.json" "${extra[@]}" --calibration "$tmp/neg.json"
+  has "$tmp/neg.json"
+done
+expect 2 search "$SRC/configs/zb-h1.json" --memory-limit 4GB --calibration "$tmp/neg.json"
+has "$tmp/neg.json"
 finish
