@@ -4,6 +4,7 @@ and prints the error of the whole-step time (docs/VALIDATION.md, "Whole step").
 
     validate_published.py [--ppsim build/cli/ppsim] [--csv FILE] [--out predictions.csv]
                           [--svg scatter.svg] [--doc docs/VALIDATION.md] [--limit N]
+                          [--pipeline-only]
 
 --doc writes its section of docs/VALIDATION.md (between its markers, before the GPU section).
 
@@ -21,9 +22,22 @@ DATA = ROOT.parent / "shared/data/published_runs/megatron_a100_single_node.csv"
 
 
 HARDWARE = {}  # extra hardware keys (--set-style JSON from --hardware)
+PIPELINE_ONLY = False  # --pipeline-only: time the pipeline alone, with keys any ppsim reads
 
 
 def config(row):
+    if PIPELINE_ONLY:  # the makespan of the pipeline alone, as ppsim timed a layout before the step
+        return {
+            "name": "published", "time_unit": "ms",
+            "schedule": {"kind": "1f1b", "ranks": row["p"],
+                         "microbatches": row["gbs"] // (row["mb"] * row["d"])},
+            "model": {"layers": row["layers"], "hidden": row["hidden"], "heads": row["heads"],
+                      "vocab": 51200, "sequence_length": row["seq"],
+                      "micro_batch_size": row["mb"], "tensor_parallel": row["t"],
+                      "data_parallel": row["d"], "recompute": "full", "dtype": "fp16",
+                      "tied_embeddings": True},
+            "hardware": {"gpu": "a100-80gb", **HARDWARE},
+        }
     return {
         "name": "published",
         "schedule": {"kind": "1f1b", "ranks": row["p"]},
@@ -58,6 +72,8 @@ def predict(ppsim, row, tmp, i):
     if out.returncode not in (0, 1):
         raise SystemExit(f"run {i}: {out.stderr.strip()}")
     j = json.loads(out.stdout)
+    if PIPELINE_ONLY:
+        return j["makespan"] / 1e3
     return j["step"]["time"] if "step" in j else float("nan")
 
 
@@ -118,10 +134,15 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--svg")
     ap.add_argument("--doc")
+    ap.add_argument("--pipeline-only", action="store_true",
+                    help="time the pipeline alone (makespan), with the keys any ppsim reads: the "
+                         "baseline of a build without the whole step")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--hardware", default="{}", help="JSON merged into every config's hardware")
     a = ap.parse_args()
     HARDWARE.update(json.loads(a.hardware))
+    global PIPELINE_ONLY
+    PIPELINE_ONLY = a.pipeline_only
     rows = read_rows(a.csv)
     if a.limit:
         rows = rows[:a.limit]

@@ -212,7 +212,8 @@ TEST_CASE("torch_csv.hostile_input_error_naming_row", "[torch]") {
   CHECK(parse_error_of("0F0,0BW1\n").find("older PyTorch spelled a full backward BW") !=
         std::string::npos);
   CHECK(parse_error_of("F0\n").starts_with("1:1: bad action 'F0': expected a stage number first"));
-  CHECK(parse_error_of("0F0\n1F\n") == "2:1: bad action '1F': expected a microbatch number after F");
+  CHECK(parse_error_of("0F0\n1F\n") ==
+        "2:1: bad action '1F': expected a microbatch number after F");
   CHECK(parse_error_of("0F0,0UNSHARD3\n") ==
         "1:2: bad action '0UNSHARD3': UNSHARD takes no microbatch "
         "number");

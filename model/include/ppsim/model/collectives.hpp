@@ -3,6 +3,7 @@
 // "Collectives"): NCCL's ring (and, for an all-reduce across nodes, its tree) as latency per
 // step plus bytes over the bus bandwidth, with nccl-tests' bus-bandwidth factors.
 #include "ppsim/model/cluster.hpp"
+#include "ppsim/model/kernel_model.hpp"
 
 namespace ppsim::model {
 
@@ -12,8 +13,8 @@ const char* to_string(Collective c);
 struct CollectiveModel {
   Cluster cluster;
   // The fraction of a link's bandwidth a collective's bus reaches (hardware.collectives).
-  double bus_efficiency = 0.77;
-  double base_latency = 8.4e-6;  // per call: NCCL's ring/Simple base latency (tuning.cc)
+  double bus_efficiency = kBusEfficiency;
+  double base_latency = kCollectiveLatency;  // per call
 };
 
 // The bandwidth a ring on `g` runs at: NVLink inside a node, and across nodes each node's share

@@ -1,6 +1,7 @@
 #pragma once
-// The constants of the kernel model (kernels.hpp), fitted to measured runs (docs/MODEL.md says
-// on which); `hardware.kernels` replaces them.
+// The constants of the kernel model (kernels.hpp) and of the collectives (collectives.hpp), fitted
+// to measured runs or taken from NCCL (docs/MODEL.md says which); `hardware.kernels` and
+// `hardware.collectives` replace them.
 
 namespace ppsim::model {
 
@@ -13,5 +14,10 @@ struct KernelModel {
   // the shortest a kernel can take.
   double launch = 66e-6;
 };
+
+// The share of a link's bandwidth a collective's bus reaches, and a call's fixed cost (NCCL's
+// ring/Simple base latency, src/graph/tuning.cc).
+inline constexpr double kBusEfficiency = 0.77;
+inline constexpr double kCollectiveLatency = 8.4e-6;
 
 }  // namespace ppsim::model

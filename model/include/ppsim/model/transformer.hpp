@@ -87,7 +87,7 @@ struct Hardware {
   Link intra_node, inter_node;
   KernelModel kernels;
   // Collectives: the share of a link's bandwidth their bus reaches, and each call's fixed cost.
-  double bus_efficiency = 0.77, collective_latency = 8.4e-6;
+  double bus_efficiency = kBusEfficiency, collective_latency = kCollectiveLatency;
 };
 
 const std::vector<Gpu>& gpu_presets();

@@ -26,11 +26,11 @@ enum class Outcome {
 struct Execution {
   Outcome outcome = Outcome::finished;
   std::string failure;
-  record::RunRecord record;          // the reported iteration, with its trace
-  std::vector<double> makespans;     // of each measured iteration, time units
-  std::int64_t real_peak_bytes = 0;  // the most real bytes any rank held
-  double memory_scale = 1;           // the scale used (0: payload stamps only)
-  std::vector<std::string> notes;    // the transport's and the compute's report lines
+  record::RunRecord record;                   // the reported iteration, with its trace
+  std::vector<double> makespans;              // of each measured iteration, time units
+  std::int64_t real_peak_bytes = 0;           // the most real bytes any rank held
+  double memory_scale = 1;                    // the scale used (0: payload stamps only)
+  std::vector<std::string> notes;             // the transport's and the compute's report lines
   std::vector<CollectiveSample> collectives;  // with ExecOptions::measure_collectives
 };
 

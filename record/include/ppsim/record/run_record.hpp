@@ -69,7 +69,7 @@ struct RunRecord {
   };
   std::optional<SendHold> send_hold;
   std::vector<OutOfMemory> out_of_memory;  // each rank over its memory, in rank order
-  std::optional<StepTiming> step;  // simulated runs of a config with a `model` section
+  std::optional<StepTiming> step;          // simulated runs of a config with a `model` section
 
   Verdict verdict() const;
   bool ok() const { return verdict().kind == VerdictKind::ok; }
